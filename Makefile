@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# vrdma: build the kernel module and the rdma-core provider, install them,
+# lint them, and test them in a QEMU VM.
+#
+#   make                 vrdma.ko + userspace-provider/libvrdma-rdmav34.so
+#   make install         module (+depmod), provider, /etc/libibverbs.d/vrdma.driver
+#   make uninstall       the reverse
+#   make lint            checkpatch --strict and sparse (make C=1)
+#   make check           install deps, build, lint, every selftest in the VM
+#   make check-debug     the same on the debug kernel (scripts/build-debug-kernel)
+#   make demo            a vrdma device in the VM, shown with the standard tools
+
+# The newest installed Debian kernel, unless told otherwise (KVER=, KDIR=).
+KVER ?= $(shell ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|.*/vmlinuz-||' | \
+		sort -V | tail -n 1)
+ifeq ($(KVER),)
+KVER := $(shell uname -r)
+endif
+KDIR ?= /lib/modules/$(KVER)/build
+
+PROVIDER := userspace-provider
+SELFTESTS := selftests/vrdma
+
+.PHONY: all modules provider selftests install uninstall lint check \
+	check-debug demo clean
+
+all: modules provider
+
+modules:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
+
+provider:
+	$(MAKE) -C $(PROVIDER)
+
+selftests: all
+	$(MAKE) -C $(SELFTESTS)
+
+install: all
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) \
+		INSTALL_MOD_DIR=updates modules_install
+	$(if $(DESTDIR),depmod -b $(DESTDIR) $(KVER),depmod $(KVER))
+	$(MAKE) -C $(PROVIDER) install
+
+uninstall:
+	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/vrdma.ko*
+	$(if $(DESTDIR),depmod -b $(DESTDIR) $(KVER),depmod $(KVER))
+	$(MAKE) -C $(PROVIDER) uninstall
+
+lint:
+	scripts/lint
+
+check:
+	scripts/check
+
+check-debug:
+	scripts/check --debug-kernel
+
+demo:
+	scripts/demo
+
+clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	$(MAKE) -C $(PROVIDER) clean
+	$(MAKE) -C $(SELFTESTS) clean

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The vrdma ib_device: its capabilities and the table of verbs ib_core
+ * calls.  A device is allocated per "rdma link add" and freed by
+ * vrdma_dealloc_driver() once ib_core has unregistered it.
+ */
+#include <linux/module.h>
+#include <net/addrconf.h>
+
+#include "vrdma.h"
+
+/*
+ * The capabilities are fixed for the life of the device; the GUIDs come from
+ * the netdev's MAC the way RoCE NICs derive them (EUI-64).
+ */
+static void vrdma_init_attr(struct vrdma_dev *vdev)
+{
+	struct ib_device_attr *attr = &vdev->attr;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = VRDMA_UVERBS_ABI_VERSION;
+	attr->sys_image_guid = vdev->ibdev.node_guid;
+	attr->max_mr_size = VRDMA_MAX_MR_SIZE;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = VRDMA_VENDOR_ID;
+	attr->vendor_part_id = VRDMA_VENDOR_PART_ID;
+	attr->hw_ver = 0;
+	attr->max_qp = VRDMA_MAX_QP;
+	attr->max_qp_wr = VRDMA_MAX_QP_WR;
+	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_SYS_IMAGE_GUID |
+				 IB_DEVICE_CHANGE_PHY_PORT;
+	attr->max_send_sge = VRDMA_MAX_SGE;
+	attr->max_recv_sge = VRDMA_MAX_SGE;
+	attr->max_sge_rd = VRDMA_MAX_SGE;
+	attr->max_cq = VRDMA_MAX_CQ;
+	attr->max_cqe = VRDMA_MAX_CQE - 1;
+	attr->max_mr = VRDMA_MAX_MR;
+	attr->max_pd = VRDMA_MAX_PD;
+	attr->max_qp_rd_atom = VRDMA_MAX_RD_ATOMIC;
+	attr->max_res_rd_atom = VRDMA_MAX_RD_ATOMIC * VRDMA_MAX_QP;
+	attr->max_qp_init_rd_atom = VRDMA_MAX_RD_ATOMIC;
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->masked_atomic_cap = IB_ATOMIC_NONE;
+	attr->max_ah = VRDMA_MAX_AH;
+	attr->max_srq = VRDMA_MAX_SRQ;
+	attr->max_srq_wr = VRDMA_MAX_SRQ_WR;
+	attr->max_srq_sge = VRDMA_MAX_SGE;
+	attr->max_fast_reg_page_list_len = VRDMA_MAX_FAST_REG_PAGES;
+	attr->max_pkeys = VRDMA_MAX_PKEYS;
+	attr->local_ca_ack_delay = 15;
+}
+
+static int vrdma_query_device(struct ib_device *ibdev,
+			      struct ib_device_attr *attr,
+			      struct ib_udata *udata)
+{
+	/* No driver-specific input or output is defined. */
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+
+	*attr = to_vdev(ibdev)->attr;
+	return 0;
+}
+
+static void vrdma_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%d.0.0",
+		 VRDMA_UVERBS_ABI_VERSION);
+}
+
+/*
+ * Called by ib_core as the last step of unregistration (or of a failed
+ * registration); nothing of the device is reachable any more.
+ */
+static void vrdma_dealloc_driver(struct ib_device *ibdev)
+{
+	struct vrdma_dev *vdev = to_vdev(ibdev);
+
+	vrdma_dev_list_del(vdev);
+	netdev_put(vdev->ndev, &vdev->ndev_tracker);
+}
+
+static const struct ib_device_ops vrdma_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = VRDMA_UVERBS_ABI_VERSION,
+
+	.alloc_pd = vrdma_alloc_pd,
+	.alloc_ucontext = vrdma_alloc_ucontext,
+	.dealloc_driver = vrdma_dealloc_driver,
+	.dealloc_pd = vrdma_dealloc_pd,
+	.dealloc_ucontext = vrdma_dealloc_ucontext,
+	.disassociate_ucontext = vrdma_disassociate_ucontext,
+	.get_dev_fw_str = vrdma_get_dev_fw_str,
+	.get_link_layer = vrdma_get_link_layer,
+	.get_port_immutable = vrdma_get_port_immutable,
+	.mmap = vrdma_mmap,
+	.mmap_free = vrdma_mmap_free,
+	.query_device = vrdma_query_device,
+	.query_pkey = vrdma_query_pkey,
+	.query_port = vrdma_query_port,
+
+	INIT_RDMA_OBJ_SIZE(ib_pd, vrdma_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrdma_ucontext, ibuc),
+};
+
+/**
+ * vrdma_dev_add() - create and register a vrdma device on @ndev
+ * @ibdev_name: the name user space gave ("vrdma0")
+ * @ndev: an Ethernet netdev
+ *
+ * Return: 0, or a negative errno with nothing left behind: -EBUSY if @ndev
+ * already carries a vrdma device, -EEXIST if the name is taken.
+ */
+int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
+{
+	struct vrdma_dev *vdev;
+	struct ib_device *ibdev;
+	int ret;
+
+	vdev = ib_alloc_device(vrdma_dev, ibdev);
+	if (!vdev)
+		return -ENOMEM;
+	ibdev = &vdev->ibdev;
+
+	INIT_LIST_HEAD(&vdev->list);
+	vdev->ndev = ndev;
+	netdev_hold(ndev, &vdev->ndev_tracker, GFP_KERNEL);
+
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	ibdev->local_dma_lkey = 0;
+	strscpy(ibdev->node_desc, "vrdma", sizeof(ibdev->node_desc));
+	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
+			    ndev->dev_addr);
+	vrdma_init_attr(vdev);
+	ib_set_device_ops(ibdev, &vrdma_dev_ops);
+
+	/* ib_core fills the GID table from the netdev's IP addresses. */
+	ret = ib_device_set_netdev(ibdev, ndev, VRDMA_PORT);
+	if (ret)
+		goto err_dealloc;
+
+	ret = vrdma_dev_register(vdev, ibdev_name);
+	if (ret)
+		goto err_dealloc;
+
+	/*
+	 * The netdev may have been unregistered while we registered, before
+	 * the notifier could see us: then nobody else will remove the device.
+	 */
+	rtnl_lock();
+	if (ndev->reg_state != NETREG_REGISTERED)
+		ib_unregister_device_queued(ibdev);
+	else
+		vrdma_port_update(vdev);
+	rtnl_unlock();
+
+	dev_info(&ibdev->dev, "vrdma device on %s\n", netdev_name(ndev));
+	return 0;
+
+err_dealloc:
+	ib_dealloc_device(ibdev);
+	return ret;
+}

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * vrdma module entry: the "vrdma" rdma link type and the list of devices.
+ *
+ * A device is created by user space with
+ *	rdma link add vrdma0 type vrdma netdev eth0
+ * which lands in vrdma_newlink(), and removed by "rdma link delete", by the
+ * netdev going away, or by unloading the module.
+ */
+#include <linux/module.h>
+#include <linux/if_arp.h>
+#include <rdma/rdma_netlink.h>
+
+#include "vrdma.h"
+
+static DEFINE_MUTEX(vrdma_devices_lock);
+static LIST_HEAD(vrdma_devices);
+
+/**
+ * vrdma_get_dev_by_netdev() - find the registered device bound to @ndev
+ * @ndev: a netdev
+ *
+ * Return: the device with a registration reference held (release it with
+ * ib_device_put()), or NULL if no registered vrdma device uses @ndev.
+ */
+struct vrdma_dev *vrdma_get_dev_by_netdev(struct net_device *ndev)
+{
+	struct vrdma_dev *vdev, *found = NULL;
+
+	mutex_lock(&vrdma_devices_lock);
+	list_for_each_entry(vdev, &vrdma_devices, list) {
+		if (vdev->ndev == ndev && ib_device_try_get(&vdev->ibdev)) {
+			found = vdev;
+			break;
+		}
+	}
+	mutex_unlock(&vrdma_devices_lock);
+	return found;
+}
+
+/**
+ * vrdma_dev_list_add() - claim @vdev->ndev for @vdev
+ * @vdev: a device that is not registered yet
+ *
+ * A netdev carries at most one vrdma device: two would fight over its GIDs
+ * and over the packets sent to them.
+ *
+ * Return: 0, or -EBUSY if another vrdma device is bound to the netdev.
+ */
+static int vrdma_dev_list_add(struct vrdma_dev *vdev)
+{
+	struct vrdma_dev *other;
+	int ret = 0;
+
+	mutex_lock(&vrdma_devices_lock);
+	list_for_each_entry(other, &vrdma_devices, list) {
+		if (other->ndev == vdev->ndev) {
+			ret = -EBUSY;
+			break;
+		}
+	}
+	if (!ret)
+		list_add_tail(&vdev->list, &vrdma_devices);
+	mutex_unlock(&vrdma_devices_lock);
+	return ret;
+}
+
+/**
+ * vrdma_dev_list_del() - forget @vdev; called once, as it is freed
+ * @vdev: a device on the list
+ */
+void vrdma_dev_list_del(struct vrdma_dev *vdev)
+{
+	mutex_lock(&vrdma_devices_lock);
+	list_del_init(&vdev->list);
+	mutex_unlock(&vrdma_devices_lock);
+}
+
+static int vrdma_newlink(const char *ibdev_name, struct net_device *ndev)
+{
+	if (ndev->type != ARPHRD_ETHER) {
+		pr_info("vrdma: %s is not an Ethernet device\n", ndev->name);
+		return -EINVAL;
+	}
+	if (netif_is_bond_slave(ndev) || netif_is_lag_port(ndev)) {
+		pr_info("vrdma: %s is enslaved to a bond\n", ndev->name);
+		return -EINVAL;
+	}
+	return vrdma_dev_add(ibdev_name, ndev);
+}
+
+static struct rdma_link_ops vrdma_link_ops = {
+	.type = "vrdma",
+	.newlink = vrdma_newlink,
+};
+
+/**
+ * vrdma_dev_register() - claim the netdev and register @vdev with ib_core
+ * @vdev: an allocated device with ->ndev set
+ * @name: the ib_device name user space asked for
+ *
+ * On error the caller frees @vdev with ib_dealloc_device(), whose
+ * dealloc_driver takes it off the list again.
+ *
+ * Return: 0 or a negative errno.
+ */
+int vrdma_dev_register(struct vrdma_dev *vdev, const char *name)
+{
+	int ret;
+
+	ret = vrdma_dev_list_add(vdev);
+	if (ret)
+		return ret;
+
+	return ib_register_device(&vdev->ibdev, name, NULL);
+}
+
+/*
+ * Unregister every device.  The link type is gone already, so the list only
+ * shrinks.  ib_unregister_device() waits for an unregistration the netdev
+ * notifier may have queued for the same device, so when it returns the
+ * device's dealloc_driver has run and it is off the list.
+ */
+static void vrdma_unregister_all(void)
+{
+	struct vrdma_dev *vdev;
+
+	for (;;) {
+		mutex_lock(&vrdma_devices_lock);
+		vdev = list_first_entry_or_null(&vrdma_devices,
+						struct vrdma_dev, list);
+		if (vdev)
+			get_device(&vdev->ibdev.dev);
+		mutex_unlock(&vrdma_devices_lock);
+		if (!vdev)
+			break;
+		ib_unregister_device(&vdev->ibdev);
+		put_device(&vdev->ibdev.dev);
+	}
+}
+
+static int __init vrdma_init(void)
+{
+	int ret;
+
+	ret = vrdma_net_init();
+	if (ret)
+		return ret;
+
+	rdma_link_register(&vrdma_link_ops);
+	pr_info("vrdma: loaded, uverbs ABI %d\n", VRDMA_UVERBS_ABI_VERSION);
+	return 0;
+}
+
+static void __exit vrdma_exit(void)
+{
+	/* Waits for any "rdma link add" in progress; none can start after. */
+	rdma_link_unregister(&vrdma_link_ops);
+	vrdma_unregister_all();
+	vrdma_net_exit();
+	pr_info("vrdma: unloaded\n");
+}
+
+module_init(vrdma_init);
+module_exit(vrdma_exit);
+
+MODULE_DESCRIPTION("vrdma: virtual RDMA device over RoCEv2");
+MODULE_LICENSE("GPL");
+MODULE_ALIAS_RDMA_LINK("vrdma");

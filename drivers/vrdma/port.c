@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The single RoCEv2 port of a vrdma device.
+ *
+ * Everything a port reports is derived from the bound netdev when asked:
+ * the port is ACTIVE exactly when the netdev is up with carrier, and its
+ * active MTU is the largest IB MTU whose packets fit the netdev MTU.  The
+ * GID table is ib_core's: it fills it from the netdev's IP addresses.
+ */
+#include <linux/netdevice.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+
+#include "vrdma.h"
+
+static bool vrdma_netdev_active(struct net_device *ndev)
+{
+	return netif_running(ndev) && netif_carrier_ok(ndev);
+}
+
+/* The largest IB MTU whose RoCEv2 packets fit in the netdev MTU. */
+static enum ib_mtu vrdma_active_mtu(struct net_device *ndev)
+{
+	enum ib_mtu mtu = iboe_get_mtu(READ_ONCE(ndev->mtu));
+
+	/* IB has nothing below 256; such a link is unusable anyway. */
+	return mtu ? mtu : IB_MTU_256;
+}
+
+/**
+ * vrdma_query_port() - report the port's attributes
+ * @ibdev: the device
+ * @port: always VRDMA_PORT (ib_core checks the range)
+ * @attr: zeroed by ib_core; filled here
+ *
+ * Return: 0 or the error of ib_get_eth_speed().
+ */
+int vrdma_query_port(struct ib_device *ibdev, u32 port,
+		     struct ib_port_attr *attr)
+{
+	struct net_device *ndev = to_vdev(ibdev)->ndev;
+
+	if (vrdma_netdev_active(ndev)) {
+		attr->state = IB_PORT_ACTIVE;
+		attr->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
+	} else {
+		attr->state = IB_PORT_DOWN;
+		attr->phys_state = netif_running(ndev) ?
+				   IB_PORT_PHYS_STATE_POLLING :
+				   IB_PORT_PHYS_STATE_DISABLED;
+	}
+	attr->max_mtu = IB_MTU_4096;
+	attr->active_mtu = vrdma_active_mtu(ndev);
+	attr->gid_tbl_len = VRDMA_GID_TABLE_LEN;
+	attr->pkey_tbl_len = VRDMA_MAX_PKEYS;
+	attr->max_msg_sz = 1U << 31;	/* the IBA maximum */
+	attr->max_vl_num = 1;
+	attr->ip_gids = true;
+	return ib_get_eth_speed(ibdev, port, &attr->active_speed,
+				&attr->active_width);
+}
+
+/**
+ * vrdma_get_port_immutable() - the port properties fixed at registration
+ * @ibdev: the device
+ * @port: VRDMA_PORT
+ * @immutable: filled here
+ *
+ * Marking the port RoCE with UDP encapsulation (RoCEv2) is what makes
+ * ib_core manage a RoCEv2 GID table bound to the netdev.
+ *
+ * Return: 0
+ */
+int vrdma_get_port_immutable(struct ib_device *ibdev, u32 port,
+			     struct ib_port_immutable *immutable)
+{
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	immutable->pkey_tbl_len = VRDMA_MAX_PKEYS;
+	immutable->gid_tbl_len = VRDMA_GID_TABLE_LEN;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+/**
+ * vrdma_query_pkey() - the P_Key table has one entry, the default full key
+ * @ibdev: the device
+ * @port: VRDMA_PORT
+ * @index: table index
+ * @pkey: filled with the key
+ *
+ * Return: 0, or -EINVAL for an index past the table.
+ */
+int vrdma_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+{
+	if (index >= VRDMA_MAX_PKEYS)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+enum rdma_link_layer vrdma_get_link_layer(struct ib_device *ibdev, u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+/**
+ * vrdma_port_update() - tell ib_core's users when the port state changed
+ * @vdev: a registered device
+ *
+ * Called under RTNL from netdev events, which serialises the updates of
+ * @vdev->port_active.  Consumers see IB_EVENT_PORT_ACTIVE/IB_EVENT_PORT_ERR
+ * (ibv_get_async_event in user space).
+ */
+void vrdma_port_update(struct vrdma_dev *vdev)
+{
+	bool active = vrdma_netdev_active(vdev->ndev);
+	struct ib_event event = {
+		.device = &vdev->ibdev,
+		.element.port_num = VRDMA_PORT,
+	};
+
+	ASSERT_RTNL();
+	if (active == vdev->port_active)
+		return;
+	vdev->port_active = active;
+	event.event = active ? IB_EVENT_PORT_ACTIVE : IB_EVENT_PORT_ERR;
+	ib_dispatch_event(&event);
+}

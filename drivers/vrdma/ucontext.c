@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A user context: what a process gets from ibv_open_device(), and the
+ * mmap() through which it sees memory the driver shares with it.
+ *
+ * Shared memory is vmalloc_user() memory (zeroed, so no stale kernel data
+ * reaches user space) registered as an rdma_user_mmap_entry.  ib_core hands
+ * out the mmap offsets, checks that only the owning context maps them, and
+ * when the device goes away while the process lives (disassociation) it
+ * zaps the mappings; we free the memory in mmap_free once the last user of
+ * an entry is gone.
+ */
+#include <linux/mm.h>
+#include <linux/vmalloc.h>
+
+#include "vrdma.h"
+
+/**
+ * vrdma_alloc_ucontext() - open a context for a process
+ * @ibuc: ib_core's context, embedded in ours
+ * @udata: carries struct vrdma_alloc_ucontext_resp back
+ *
+ * Return: 0 or a negative errno.
+ */
+int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
+{
+	struct vrdma_alloc_ucontext_resp resp = {
+		.abi_version = VRDMA_UVERBS_ABI_VERSION,
+	};
+
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
+}
+
+void vrdma_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+/*
+ * The device is being removed while the process still has it open.
+ * ib_core destroys the context's objects and zaps its mappings itself;
+ * implementing this is what lets "rdma link delete" return at once instead
+ * of waiting for every such process to exit.
+ */
+void vrdma_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+/**
+ * vrdma_mmap_alloc() - allocate zeroed memory a process may map
+ * @uc: the owning context; no other context can map it
+ * @size: bytes; rounded up to whole pages
+ * @offset: set to the offset to pass to mmap()
+ *
+ * Return: the entry, or an ERR_PTR.  Drop it with vrdma_mmap_remove().
+ */
+struct vrdma_mmap_entry *vrdma_mmap_alloc(struct vrdma_ucontext *uc,
+					  size_t size, u64 *offset)
+{
+	struct vrdma_mmap_entry *entry;
+	int ret;
+
+	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	if (!entry)
+		return ERR_PTR(-ENOMEM);
+
+	entry->size = PAGE_ALIGN(size);
+	entry->vaddr = vmalloc_user(entry->size);
+	if (!entry->vaddr) {
+		kfree(entry);
+		return ERR_PTR(-ENOMEM);
+	}
+
+	ret = rdma_user_mmap_entry_insert(&uc->ibuc, &entry->rdma_entry,
+					  entry->size);
+	if (ret) {
+		vfree(entry->vaddr);
+		kfree(entry);
+		return ERR_PTR(ret);
+	}
+	*offset = rdma_user_mmap_get_offset(&entry->rdma_entry);
+	return entry;
+}
+
+/**
+ * vrdma_mmap_remove() - no new mappings; free once existing ones are gone
+ * @entry: from vrdma_mmap_alloc()
+ */
+void vrdma_mmap_remove(struct vrdma_mmap_entry *entry)
+{
+	rdma_user_mmap_entry_remove(&entry->rdma_entry);
+}
+
+/**
+ * vrdma_mmap_free() - ib_core's last reference to an entry is gone
+ * @rdma_entry: the entry
+ */
+void vrdma_mmap_free(struct rdma_user_mmap_entry *rdma_entry)
+{
+	struct vrdma_mmap_entry *entry =
+		container_of(rdma_entry, struct vrdma_mmap_entry, rdma_entry);
+
+	vfree(entry->vaddr);
+	kfree(entry);
+}
+
+/**
+ * vrdma_mmap() - map an entry of this context into the calling process
+ * @ibuc: the context the mmap() came through
+ * @vma: must cover exactly the entry
+ *
+ * Return: 0, -EINVAL for an offset that is not this context's or a size
+ * that does not match, or the error of remap_vmalloc_range().
+ */
+int vrdma_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma)
+{
+	struct rdma_user_mmap_entry *rdma_entry;
+	struct vrdma_mmap_entry *entry;
+	int ret;
+
+	rdma_entry = rdma_user_mmap_entry_get(ibuc, vma);
+	if (!rdma_entry)
+		return -EINVAL;
+	entry = container_of(rdma_entry, struct vrdma_mmap_entry, rdma_entry);
+
+	if (vma->vm_end - vma->vm_start != entry->size) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = remap_vmalloc_range(vma, entry->vaddr, 0);
+out:
+	rdma_user_mmap_entry_put(rdma_entry);
+	return ret;
+}

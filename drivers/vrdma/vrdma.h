@@ -22,6 +22,15 @@
 
 #define VRDMA_PORT		1
 
+/* The layout shared with user space, pinned (uapi/rdma/vrdma-abi.h). */
+static_assert(sizeof(struct vrdma_ring) == VRDMA_RING_HDR_SIZE);
+static_assert(sizeof(struct vrdma_sge) == 16);
+static_assert(sizeof(struct vrdma_send_wqe) == VRDMA_SEND_WQE_HDR_SIZE);
+static_assert(sizeof(struct vrdma_recv_wqe) == VRDMA_RECV_WQE_HDR_SIZE);
+static_assert(sizeof(struct vrdma_cqe) == 32);
+static_assert(sizeof(struct vrdma_ring_info) == 24);
+static_assert(sizeof(struct vrdma_create_qp_resp) == 56);
+
 /*
  * Device limits reported by query_device.  They are the sizes the
  * driver's own tables and shared rings are built for: ring depths are

@@ -32,4 +32,213 @@ struct vrdma_alloc_ucontext_resp {
 	__u32 reserved;
 };
 
+/*
+ * Shared rings
+ * ------------
+ * Every work queue (SQ, RQ, SRQ) and completion queue is a ring of
+ * fixed-size entries in memory the kernel allocates and the process maps.
+ * A ring starts with struct vrdma_ring; entry i lives at
+ *	VRDMA_RING_HDR_SIZE + (i & (num_entries - 1)) * entry_size.
+ * Indices are free-running u32 counters: the ring holds prod - cons entries
+ * and is full when that equals num_entries (a power of two).
+ *
+ * The producer writes entries, then publishes them with a store-release of
+ * prod; the consumer reads prod with a load-acquire, reads the entries, and
+ * returns them with a store-release of cons.  Each index sits on its own
+ * cache line so the two sides never write the same line.
+ *
+ * For SQ/RQ/SRQ user space produces and the kernel consumes; for a CQ the
+ * kernel produces and user space consumes.  The kernel never trusts what
+ * user space writes: it keeps its own copy of the index it owns, reads the
+ * other side's index once, checks it, and copies each WQE out of the ring
+ * before looking at it.
+ */
+struct vrdma_ring {
+	__u32 prod;
+	__u32 reserved0[15];
+	__u32 cons;
+	__u32 reserved1[15];
+};
+
+#define VRDMA_RING_HDR_SIZE	128
+
+/* One scatter/gather element, as in struct ibv_sge. */
+struct vrdma_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* vrdma_send_wqe.flags, the same bits as enum ibv_send_flags. */
+enum vrdma_send_flags {
+	VRDMA_SEND_FENCE	= 1 << 0,
+	VRDMA_SEND_SIGNALED	= 1 << 1,
+	VRDMA_SEND_SOLICITED	= 1 << 2,
+	VRDMA_SEND_INLINE	= 1 << 3,
+};
+
+/**
+ * struct vrdma_send_wqe - one send work request in the SQ ring
+ * @wr_id: returned in the CQE
+ * @opcode: enum ib_uverbs_wr_opcode (the values of enum ibv_wr_opcode)
+ * @num_sge: entries of @sge in use (not with VRDMA_SEND_INLINE)
+ * @flags: enum vrdma_send_flags
+ * @ex: immediate data (big endian) or the rkey to invalidate
+ * @inline_len: bytes of @inline_data (with VRDMA_SEND_INLINE)
+ * @reserved: must be zero
+ * @rdma: RDMA WRITE/READ target
+ * @atomic: atomic operation target and operands
+ * @ud: UD destination; @ud.ah is the handle create_ah returned
+ * @sge: the gather list; with VRDMA_SEND_INLINE the inline data bytes
+ *	occupy this space instead
+ *
+ * The entry is VRDMA_SEND_WQE_HDR_SIZE bytes of header followed by room
+ * for max_send_sge SGEs or max_inline_data bytes, whichever is larger,
+ * rounded up to a power of two: create_qp returns the stride.
+ */
+struct vrdma_send_wqe {
+	__aligned_u64 wr_id;
+	__u8 opcode;
+	__u8 num_sge;
+	__u16 flags;
+	union {
+		__be32 imm_data;
+		__u32 invalidate_rkey;
+	} ex;
+	__u32 inline_len;
+	__u32 reserved;
+	union {
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 reserved;
+		} rdma;
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 compare_add;
+			__aligned_u64 swap;
+			__u32 rkey;
+			__u32 reserved;
+		} atomic;
+		struct {
+			__u32 ah;
+			__u32 remote_qpn;
+			__u32 remote_qkey;
+			__u32 reserved;
+		} ud;
+		__u8 pad[40];
+	};
+	struct vrdma_sge sge[];
+};
+
+#define VRDMA_SEND_WQE_HDR_SIZE	64
+
+/**
+ * struct vrdma_recv_wqe - one receive work request in an RQ or SRQ ring
+ * @wr_id: returned in the CQE
+ * @num_sge: entries of @sge in use
+ * @reserved: must be zero
+ * @sge: the scatter list
+ *
+ * Header plus max_recv_sge SGEs, rounded up to a power of two.
+ */
+struct vrdma_recv_wqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
+	struct vrdma_sge sge[];
+};
+
+#define VRDMA_RECV_WQE_HDR_SIZE	16
+
+/* vrdma_cqe.wc_flags, the same bits as enum ibv_wc_flags. */
+enum vrdma_wc_flags {
+	VRDMA_WC_GRH		= 1 << 0,
+	VRDMA_WC_WITH_IMM	= 1 << 1,
+	VRDMA_WC_WITH_INV	= 1 << 3,
+};
+
+/**
+ * struct vrdma_cqe - one completion in a CQ ring
+ * @wr_id: of the completed work request
+ * @status: enum ibv_wc_status
+ * @opcode: enum ibv_wc_opcode
+ * @wc_flags: enum vrdma_wc_flags
+ * @byte_len: bytes received (receive completions) or read/written
+ * @ex: immediate data (big endian) or the invalidated rkey
+ * @qp_num: the local QP
+ * @src_qp: the sending QP (UD)
+ * @vendor_err: driver detail for an error status
+ * @network_hdr_type: enum ibv_... of the GRH in front of UD data
+ * @reserved: zero
+ */
+struct vrdma_cqe {
+	__aligned_u64 wr_id;
+	__u8 status;
+	__u8 opcode;
+	__u16 wc_flags;
+	__u32 byte_len;
+	union {
+		__be32 imm_data;
+		__u32 invalidate_rkey;
+	} ex;
+	__u32 qp_num;
+	__u32 src_qp;
+	__u16 vendor_err;
+	__u8 network_hdr_type;
+	__u8 reserved;
+};
+
+/*
+ * Driver data of the create/resize commands.  The kernel answers each ring
+ * with its mmap offset and length, its entry count and its stride; the
+ * process maps exactly that length at that offset.
+ */
+
+/**
+ * struct vrdma_ring_info - where and how big a ring is
+ * @offset: pass to mmap() on the device file
+ * @size: bytes to map
+ * @num_entries: power of two
+ * @entry_size: stride of entries, power of two
+ */
+struct vrdma_ring_info {
+	__aligned_u64 offset;
+	__aligned_u64 size;
+	__u32 num_entries;
+	__u32 entry_size;
+};
+
+/* create_cq and resize_cq */
+struct vrdma_create_cq_resp {
+	struct vrdma_ring_info cq;
+};
+
+/**
+ * struct vrdma_create_qp_resp - driver data of create_qp
+ * @sq: the send ring (empty for an SRQ-only or receive-only QP)
+ * @rq: the receive ring (num_entries 0 when the QP uses an SRQ)
+ * @qpn: the QP number, also in the uverbs response; here for convenience
+ * @reserved: zero
+ */
+struct vrdma_create_qp_resp {
+	struct vrdma_ring_info sq;
+	struct vrdma_ring_info rq;
+	__u32 qpn;
+	__u32 reserved;
+};
+
+/* create_srq */
+struct vrdma_create_srq_resp {
+	struct vrdma_ring_info rq;
+	__u32 srqn;
+	__u32 reserved;
+};
+
+/*
+ * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h and
+ * the provider): ring header 128, SGE 16, send WQE header 64, receive WQE
+ * header 16, CQE 32, ring info 24, create_qp response 56 bytes.
+ */
+
 #endif /* VRDMA_ABI_USER_H */

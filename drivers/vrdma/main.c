@@ -78,6 +78,13 @@ void vrdma_dev_list_del(struct vrdma_dev *vdev)
 
 static int vrdma_newlink(const char *ibdev_name, struct net_device *ndev)
 {
+	/* The provider binds to devices by this name prefix. */
+	if (strncmp(ibdev_name, VRDMA_DEVICE_NAME_PREFIX,
+		    strlen(VRDMA_DEVICE_NAME_PREFIX))) {
+		pr_info("vrdma: device names must start with \"%s\"\n",
+			VRDMA_DEVICE_NAME_PREFIX);
+		return -EINVAL;
+	}
 	if (ndev->type != ARPHRD_ETHER) {
 		pr_info("vrdma: %s is not an Ethernet device\n", ndev->name);
 		return -EINVAL;

@@ -1,0 +1,153 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Shared helpers of the vrdma shell selftests.  They run as root inside the
+# test VM (scripts/vm-run), produce TAP, and exit 0 only if every check
+# passed (4 = kselftest "skip").
+#
+#   . "$(dirname "$0")/lib.sh"
+#   vrdma_load; veth_pair a b
+#   check "link add works" rdma link add vrdma0 type vrdma netdev a
+#   check_fails "unknown netdev is refused" rdma link add ...
+#   finish
+
+set -u
+
+VRDMA_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+VRDMA_KO=${VRDMA_KO:-$VRDMA_TOP/vrdma.ko}
+# Load our provider from the build tree, not from an installed copy.
+export RDMAV_DRIVERS=${RDMAV_DRIVERS:-$VRDMA_TOP/userspace-provider/libvrdma}
+
+_tap_n=0
+_tap_failed=0
+echo "TAP version 13"
+
+# tap_result STATUS DESCRIPTION: record one result (0 = ok).
+tap_result()
+{
+	_tap_n=$((_tap_n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $_tap_n $2"
+	else
+		echo "not ok $_tap_n $2"
+		_tap_failed=$((_tap_failed + 1))
+	fi
+}
+
+# check DESCRIPTION CMD...: CMD must succeed.
+check()
+{
+	local desc=$1 out rc
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		printf '# %s -> exit %d\n' "$*" "$rc"
+		printf '%s\n' "$out" | sed 's/^/#   /'
+	fi
+	tap_result "$rc" "$desc"
+}
+
+# check_fails DESCRIPTION CMD...: CMD must fail.
+check_fails()
+{
+	local desc=$1 out rc
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -eq 0 ]; then
+		printf '# %s\n# -> unexpectedly succeeded\n' "$*"
+		printf '%s\n' "$out" | sed 's/^/#   /'
+		tap_result 1 "$desc"
+	else
+		printf '# %s -> exit %d: %s\n' "$*" "$rc" "$(echo "$out" | head -n 1)"
+		tap_result 0 "$desc"
+	fi
+}
+
+# check_eq DESCRIPTION EXPECTED ACTUAL
+check_eq()
+{
+	if [ "$2" = "$3" ]; then
+		tap_result 0 "$1"
+	else
+		printf '# expected: %s\n# actual:   %s\n' "$2" "$3"
+		tap_result 1 "$1"
+	fi
+}
+
+# check_match DESCRIPTION REGEX TEXT: TEXT must contain a match of REGEX.
+check_match()
+{
+	if printf '%s\n' "$3" | grep -Eq -- "$2"; then
+		tap_result 0 "$1"
+	else
+		printf '# no match for /%s/ in:\n' "$2"
+		printf '%s\n' "$3" | sed 's/^/#   /'
+		tap_result 1 "$1"
+	fi
+}
+
+# wait_until SECONDS CMD...: poll CMD until it succeeds or time runs out.
+wait_until()
+{
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep 0.2
+	done
+}
+
+finish()
+{
+	echo "1..$_tap_n"
+	echo "# $((_tap_n - _tap_failed)) passed, $_tap_failed failed"
+	[ "$_tap_failed" -eq 0 ]
+	exit
+}
+
+skip_all()
+{
+	echo "1..0 # SKIP $*"
+	exit 4
+}
+
+# vrdma_load: ib_core, uverbs and our module from the build tree.
+vrdma_load()
+{
+	[ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
+	[ -f "$VRDMA_KO" ] || skip_all "$VRDMA_KO not built"
+	modprobe ib_core && modprobe ib_uverbs || return 1
+	lsmod | grep -q '^vrdma ' || insmod "$VRDMA_KO"
+}
+
+vrdma_unload()
+{
+	! lsmod | grep -q '^vrdma ' || rmmod vrdma
+}
+
+# veth_pair A B: a veth pair, both ends up.
+veth_pair()
+{
+	ip link add "$1" type veth peer name "$2" &&
+		ip link set "$1" up && ip link set "$2" up
+}
+
+# ib_devices: the names of all ib devices, space separated, sorted.
+ib_devices()
+{
+	ls /sys/class/infiniband 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+# port_state DEV: the port state as rdma-tool shows it (ACTIVE, DOWN).
+port_state()
+{
+	rdma link show "$1/1" 2>/dev/null | sed -n 's/.* state \([A-Z_]*\).*/\1/p'
+}
+
+# devinfo_field DEV FIELD: one "field: value" of ibv_devinfo -v.
+devinfo_field()
+{
+	ibv_devinfo -v -d "$1" | sed -n "s/^[[:space:]]*$2:[[:space:]]*//p" | head -n 1
+}

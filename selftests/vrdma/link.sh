@@ -1,0 +1,60 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# rdma link add/delete and every bad input to it: each is refused with an
+# error and leaves nothing half-created.
+. "$(dirname "$0")/lib.sh"
+
+vrdma_load || exit 1
+veth_pair va0 va1
+veth_pair vb0 vb1
+
+check "link add vrdma0 on va0" rdma link add vrdma0 type vrdma netdev va0
+check_eq "vrdma0 exists" "vrdma0" "$(ib_devices)"
+check_match "rdma link shows vrdma0 on va0" "link vrdma0/1 .* netdev va0" \
+	"$(rdma link show)"
+check "uverbs device node exists" sh -c \
+	'ls /sys/class/infiniband/vrdma0/device 2>/dev/null; ls -d /sys/class/infiniband_verbs/uverbs* >/dev/null'
+check_eq "link layer is Ethernet" "Ethernet" \
+	"$(cat /sys/class/infiniband/vrdma0/ports/1/link_layer)"
+
+check_fails "unknown netdev is refused" \
+	rdma link add vrdma1 type vrdma netdev nosuchdev
+check_fails "non-Ethernet netdev (lo) is refused" \
+	rdma link add vrdma1 type vrdma netdev lo
+check_fails "duplicate device name is refused" \
+	rdma link add vrdma0 type vrdma netdev vb0
+check_fails "netdev already bound is refused" \
+	rdma link add vrdma1 type vrdma netdev va0
+check_eq "no device was half-created" "vrdma0" "$(ib_devices)"
+check_eq "vb0 carries nothing" "" "$(rdma link show | grep 'netdev vb0')"
+
+check "vb0 is usable after the refusals" \
+	rdma link add vrdma1 type vrdma netdev vb0
+check_eq "two devices" "vrdma0 vrdma1" "$(ib_devices)"
+check "link delete vrdma1" rdma link delete vrdma1
+check_fails "link delete of a deleted device fails" rdma link delete vrdma1
+check_eq "one device left" "vrdma0" "$(ib_devices)"
+check "link delete vrdma0" rdma link delete vrdma0
+check_eq "no device left" "" "$(ib_devices)"
+
+# Names are free again after delete, and a netdev can be rebound.
+check "re-add on the same netdev" rdma link add vrdma0 type vrdma netdev va0
+check_fails "a name without the vrdma prefix is refused" \
+	rdma link add myrdma type vrdma netdev vb0
+check "add with another vrdma name" rdma link add vrdma_x type vrdma netdev vb0
+check_eq "custom name kept" "vrdma0 vrdma_x" "$(ib_devices)"
+check "delete both" sh -c 'rdma link delete vrdma_x && rdma link delete vrdma0'
+
+# Many add/delete cycles leave nothing behind.
+ok=0
+for i in $(seq 1 20); do
+	rdma link add vrdma0 type vrdma netdev va0 &&
+		rdma link delete vrdma0 || ok=1
+done
+check_eq "20 add/delete cycles" 0 "$ok"
+check_eq "nothing left after cycles" "" "$(ib_devices)"
+
+ip link del va0
+ip link del vb0
+finish

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: (GPL-2.0 OR Linux-OpenIB)
+/*
+ * Registration with libibverbs, and the device and context life cycle.
+ *
+ * libibverbs dlopen()s this library (see vrdma.driver), whose constructor
+ * registers vrdma_dev_ops.  For every uverbs device it finds, libibverbs
+ * then asks the registered providers in turn; it binds a device to us when
+ * its name matches the table below and its uverbs_abi_ver lies in
+ * [match_min_abi_version, match_max_abi_version].
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "vrdma.h"
+
+/*
+ * The kernel driver has no rdma_driver_id of its own (it reports
+ * RDMA_DRIVER_UNKNOWN, which libibverbs never matches on), and a software
+ * device has no parent bus device with a modalias, so the device name is
+ * the only thing to match on: "vrdma0", "vrdma1", ...
+ */
+static const struct verbs_match_ent vrdma_match_table[] = {
+	VRDMA_VERBS_NAME_MATCH(VRDMA_DEVICE_NAME_PREFIX, NULL),
+	{},
+};
+
+static void vrdma_free_context(struct ibv_context *ibctx);
+
+/* Ops left NULL fail with EOPNOTSUPP (libibverbs' defaults). */
+static const struct verbs_context_ops vrdma_ctx_ops = {
+	.alloc_pd = vrdma_alloc_pd,
+	.dealloc_pd = vrdma_dealloc_pd,
+	.free_context = vrdma_free_context,
+	.query_device_ex = vrdma_query_device_ex,
+	.query_port = vrdma_query_port,
+};
+
+/*
+ * Called by ibv_open_device() with the opened /dev/infiniband/uverbsN, which
+ * we own from here on: every error path closes it (verbs_uninit_context, or
+ * _verbs_init_and_alloc_context itself).
+ */
+static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
+						 int cmd_fd,
+						 void *private_data)
+{
+	struct vrdma_get_context_resp resp = {};
+	struct vrdma_get_context cmd = {};
+	struct vrdma_context *ctx;
+	int ret;
+
+	(void)private_data;
+
+	ctx = vrdma_verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+						 RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	ret = ibv_cmd_get_context(&ctx->ibv_ctx, &cmd.ibv_cmd, sizeof(cmd),
+				  &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err;
+
+	/*
+	 * A module that does not write our response leaves abi_version 0;
+	 * the version was range-checked at match time already, this catches
+	 * a device that matched by name but is not ours.
+	 */
+	if (resp.drv_payload.abi_version != VRDMA_UVERBS_ABI_VERSION) {
+		vrdma_err(&ctx->ibv_ctx,
+			  "kernel ABI version %u, provider supports %u\n",
+			  resp.drv_payload.abi_version,
+			  VRDMA_UVERBS_ABI_VERSION);
+		ret = EPROTO;
+		goto err;
+	}
+
+	verbs_set_ops(&ctx->ibv_ctx, &vrdma_ctx_ops);
+	return &ctx->ibv_ctx;
+
+err:
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+	errno = ret;
+	return NULL;
+}
+
+static void vrdma_free_context(struct ibv_context *ibctx)
+{
+	struct vrdma_context *ctx = to_vctx(ibctx);
+
+	verbs_uninit_context(&ctx->ibv_ctx);
+	free(ctx);
+}
+
+/* libibverbs fills in every field of the verbs_device after we return. */
+static struct verbs_device *
+vrdma_alloc_device(struct verbs_sysfs_dev *sysfs_dev)
+{
+	struct vrdma_device *dev;
+
+	(void)sysfs_dev;
+
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return NULL;
+	return &dev->ibv_dev;
+}
+
+/* Called when the last reference (device list, open contexts) is gone. */
+static void vrdma_uninit_device(struct verbs_device *verbs_device)
+{
+	free(to_vdev(&verbs_device->device));
+}
+
+static const struct verbs_device_ops vrdma_dev_ops = {
+	.name = VRDMA_PROVIDER_NAME,
+	.match_min_abi_version = VRDMA_UVERBS_ABI_VERSION,
+	.match_max_abi_version = VRDMA_UVERBS_ABI_VERSION,
+	.match_table = vrdma_match_table,
+	.alloc_device = vrdma_alloc_device,
+	.uninit_device = vrdma_uninit_device,
+	.alloc_context = vrdma_alloc_context,
+};
+
+static void __attribute__((constructor)) vrdma_register_driver(void)
+{
+	verbs_register_driver_34(&vrdma_dev_ops);
+}

@@ -78,6 +78,12 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 	struct vrdma_dev *vdev = to_vdev(ibdev);
 
 	vrdma_dev_list_del(vdev);
+	if (vdev->net)
+		vrdma_net_dev_close(vdev);
+	WARN_ON(!xa_empty(&vdev->qp_xa) || !xa_empty(&vdev->mr_xa));
+	xa_destroy(&vdev->qp_xa);
+	xa_destroy(&vdev->mr_xa);
+	kvfree(vdev->mr_key_byte);
 	netdev_put(vdev->ndev, &vdev->ndev_tracker);
 }
 
@@ -88,20 +94,34 @@ static const struct ib_device_ops vrdma_dev_ops = {
 
 	.alloc_pd = vrdma_alloc_pd,
 	.alloc_ucontext = vrdma_alloc_ucontext,
+	.create_cq = vrdma_create_cq,
+	.create_qp = vrdma_create_qp,
 	.dealloc_driver = vrdma_dealloc_driver,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dealloc_ucontext = vrdma_dealloc_ucontext,
+	.dereg_mr = vrdma_dereg_mr,
+	.destroy_cq = vrdma_destroy_cq,
+	.destroy_qp = vrdma_destroy_qp,
 	.disassociate_ucontext = vrdma_disassociate_ucontext,
 	.get_dev_fw_str = vrdma_get_dev_fw_str,
+	.get_dma_mr = vrdma_get_dma_mr,
 	.get_link_layer = vrdma_get_link_layer,
 	.get_port_immutable = vrdma_get_port_immutable,
 	.mmap = vrdma_mmap,
 	.mmap_free = vrdma_mmap_free,
+	.modify_qp = vrdma_modify_qp,
+	.post_send = vrdma_post_send,
 	.query_device = vrdma_query_device,
 	.query_pkey = vrdma_query_pkey,
 	.query_port = vrdma_query_port,
+	.query_qp = vrdma_query_qp,
+	.reg_user_mr = vrdma_reg_user_mr,
+	.req_notify_cq = vrdma_req_notify_cq,
+	.resize_cq = vrdma_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_cq, vrdma_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, vrdma_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, vrdma_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrdma_ucontext, ibuc),
 };
 
@@ -127,6 +147,13 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	INIT_LIST_HEAD(&vdev->list);
 	vdev->ndev = ndev;
 	netdev_hold(ndev, &vdev->ndev_tracker, GFP_KERNEL);
+	xa_init_flags(&vdev->qp_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
+	vdev->mr_key_byte = kvzalloc(VRDMA_MAX_MR + 1, GFP_KERNEL);
+	if (!vdev->mr_key_byte) {
+		ret = -ENOMEM;
+		goto err_dealloc;
+	}
 
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
@@ -137,6 +164,12 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 			    ndev->dev_addr);
 	vrdma_init_attr(vdev);
 	ib_set_device_ops(ibdev, &vrdma_dev_ops);
+	ib_set_device_ops(ibdev, &vrdma_counters_ops);
+
+	/* The RoCEv2 UDP port of the netdev's namespace. */
+	ret = vrdma_net_dev_open(vdev);
+	if (ret)
+		goto err_dealloc;
 
 	/* ib_core fills the GID table from the netdev's IP addresses. */
 	ret = ib_device_set_netdev(ibdev, ndev, VRDMA_PORT);

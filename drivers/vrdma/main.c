@@ -13,6 +13,7 @@
 
 #include "vrdma.h"
 
+/* Writers hold the mutex; the packet receive path reads under RCU. */
 static DEFINE_MUTEX(vrdma_devices_lock);
 static LIST_HEAD(vrdma_devices);
 
@@ -39,6 +40,28 @@ struct vrdma_dev *vrdma_get_dev_by_netdev(struct net_device *ndev)
 }
 
 /**
+ * vrdma_get_dev_by_netdev_rcu() - vrdma_get_dev_by_netdev() for atomic context
+ * @ndev: a netdev
+ *
+ * Context: any; takes rcu_read_lock itself.
+ * Return: the device with a registration reference held, or NULL.
+ */
+struct vrdma_dev *vrdma_get_dev_by_netdev_rcu(struct net_device *ndev)
+{
+	struct vrdma_dev *vdev, *found = NULL;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(vdev, &vrdma_devices, list) {
+		if (vdev->ndev == ndev && ib_device_try_get(&vdev->ibdev)) {
+			found = vdev;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return found;
+}
+
+/**
  * vrdma_dev_list_add() - claim @vdev->ndev for @vdev
  * @vdev: a device that is not registered yet
  *
@@ -60,20 +83,24 @@ static int vrdma_dev_list_add(struct vrdma_dev *vdev)
 		}
 	}
 	if (!ret)
-		list_add_tail(&vdev->list, &vrdma_devices);
+		list_add_tail_rcu(&vdev->list, &vrdma_devices);
 	mutex_unlock(&vrdma_devices_lock);
 	return ret;
 }
 
 /**
- * vrdma_dev_list_del() - forget @vdev; called once, as it is freed
- * @vdev: a device on the list
+ * vrdma_dev_list_del() - forget @vdev, as it is freed
+ * @vdev: a device on the list, or one never added
+ *
+ * Waits until no RCU reader can still see it.
  */
 void vrdma_dev_list_del(struct vrdma_dev *vdev)
 {
 	mutex_lock(&vrdma_devices_lock);
-	list_del_init(&vdev->list);
+	if (!list_empty(&vdev->list))
+		list_del_rcu(&vdev->list);
 	mutex_unlock(&vrdma_devices_lock);
+	synchronize_rcu();
 }
 
 static int vrdma_newlink(const char *ibdev_name, struct net_device *ndev)
@@ -150,9 +177,14 @@ static int __init vrdma_init(void)
 {
 	int ret;
 
-	ret = vrdma_net_init();
+	ret = vrdma_qp_init();
 	if (ret)
 		return ret;
+	ret = vrdma_net_init();
+	if (ret) {
+		vrdma_qp_exit();
+		return ret;
+	}
 
 	rdma_link_register(&vrdma_link_ops);
 	pr_info("vrdma: loaded, uverbs ABI %d\n", VRDMA_UVERBS_ABI_VERSION);
@@ -165,6 +197,7 @@ static void __exit vrdma_exit(void)
 	rdma_link_unregister(&vrdma_link_ops);
 	vrdma_unregister_all();
 	vrdma_net_exit();
+	vrdma_qp_exit();
 	pr_info("vrdma: unloaded\n");
 }
 

@@ -11,13 +11,37 @@
  *   net.c       the bound Ethernet netdev: carrier/MTU/unregister events
  *   ucontext.c  a process's context and the mmap of shared memory into it
  *   pd.c        protection domains
+ *   mr.c        memory regions: pinning, keys, and every access to MR memory
+ *   queue.c     the shared rings (SQ, RQ, SRQ, CQ) and their index checks
+ *   cq.c        completion queues: writing CQEs, notification
+ *   qp.c        queue pairs: creation, the state machine, the QP's task
+ *   pkt.h       the RoCEv2 headers (BTH, RETH, AETH, ...) and opcodes
+ *   opcode.c    what each BTH opcode carries
+ *   icrc.c      the invariant CRC of RoCEv2 packets
+ *   net.c       the UDP tunnel: sending and receiving RoCEv2 packets
+ *   requester.c SQ WQEs become request packets
+ *   responder.c request packets are checked, placed, and ACKed
+ *   completer.c ACKs and read responses complete SQ WQEs
+ *
+ * How a SEND travels: the process writes a WQE into the SQ ring and rings
+ * the doorbell (vrdma_post_send); the QP's task (qp.c) runs the requester,
+ * which copies the WQE out of the ring, checks it, and turns it into
+ * packets (vrdma_pkt_send).  On the receiving QP the responder checks each
+ * packet, places its payload into the buffers of the next RQ WQE, writes a
+ * CQE and sends an ACK; the completer of the sending QP matches the ACK to
+ * the WQE and writes the sender's CQE.
  */
 #ifndef VRDMA_H
 #define VRDMA_H
 
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/netdevice.h>
+#include <linux/skbuff.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_umem.h>
 #include <rdma/vrdma-abi.h>
 
 #define VRDMA_PORT		1
@@ -56,15 +80,59 @@ static_assert(sizeof(struct vrdma_create_qp_resp) == 56);
 #define VRDMA_VENDOR_ID		0xffffff	/* no OUI: a software device */
 #define VRDMA_VENDOR_PART_ID	0x7672		/* "vr" */
 
+/* QPN 0 and 1 are the special QPs; numbers are 24 bits. */
+#define VRDMA_MIN_QPN		2
+#define VRDMA_MAX_QPN		0xffffff
+
+/* A key is an MR index (24 bits) and a key byte that changes on reuse. */
+#define VRDMA_KEY_INDEX(key)	((key) >> 8)
+#define VRDMA_KEY_BYTE(key)	((key) & 0xff)
+
+/*
+ * Per-device counters, shown by "rdma statistic show link vrdma0/1"
+ * (counters.c).  Every dropped packet and every error is counted in one.
+ */
+enum vrdma_counter {
+	VRDMA_CNT_SENT_PKTS,
+	VRDMA_CNT_RCVD_PKTS,
+	VRDMA_CNT_SENT_BYTES,
+	VRDMA_CNT_RCVD_BYTES,
+	VRDMA_CNT_LOOPBACK_PKTS,	/* delivered inside the driver */
+	VRDMA_CNT_ICRC_ERR,		/* dropped: bad ICRC */
+	VRDMA_CNT_MALFORMED,		/* dropped: bad headers or lengths */
+	VRDMA_CNT_NO_QP,		/* dropped: no such QP */
+	VRDMA_CNT_TX_ERR,		/* not sent: no route, no memory */
+	VRDMA_CNT_SEQ_ERR,		/* out-of-sequence requests received */
+	VRDMA_CNT_DUP_REQ,		/* duplicate requests received */
+	VRDMA_CNT_NAK_SENT,
+	VRDMA_CNT_NAK_RCVD,
+	VRDMA_CNT_RNR_NAK_SENT,
+	VRDMA_CNT_RNR_NAK_RCVD,
+	VRDMA_CNT_RETRANSMITS,
+	VRDMA_CNT_CQ_OVERFLOW,
+	VRDMA_CNT_BAD_WQE,		/* malformed WQEs found in a ring */
+	VRDMA_NUM_COUNTERS
+};
+
 /**
  * struct vrdma_dev - one vrdma ib_device, bound to one Ethernet netdev
  * @ibdev: the device ib_core knows; must be first for ib_alloc_device()
  * @ndev: the bound netdev, referenced until the device is freed
  * @ndev_tracker: tracks our reference on @ndev
- * @list: entry in the driver's list of devices (vrdma_devices)
+ * @list: entry in the driver's list of devices (vrdma_devices), RCU
  * @port_active: last port state reported to ib_core; changed under RTNL
  * @attr: device capabilities, filled once at creation
  * @num_pd: PDs in existence, held to attr.max_pd
+ * @num_cq: CQs in existence, held to attr.max_cq
+ * @num_qp: QPs in existence, held to attr.max_qp
+ * @qp_xa: QPN -> struct vrdma_qp; lookups under RCU
+ * @mr_xa: key index -> struct vrdma_mr; lookups under RCU
+ * @mr_key_byte: last key byte used for each index, so a reused index gets
+ *	a different key and stale keys are refused
+ * @mr_next: where the cyclic search for a free MR index resumes
+ * @qp_next: where the cyclic search for a free QPN resumes
+ * @net: the tunnel sockets of the netdev's namespace (net.c)
+ * @counters: enum vrdma_counter
  */
 struct vrdma_dev {
 	struct ib_device ibdev;
@@ -74,7 +142,27 @@ struct vrdma_dev {
 	bool port_active;
 	struct ib_device_attr attr;
 	atomic_t num_pd;
+	atomic_t num_cq;
+	atomic_t num_qp;
+	struct xarray qp_xa;
+	struct xarray mr_xa;
+	u8 *mr_key_byte;
+	u32 mr_next;
+	u32 qp_next;
+	struct vrdma_net *net;
+	atomic64_t counters[VRDMA_NUM_COUNTERS];
 };
+
+static inline void vrdma_count(struct vrdma_dev *vdev, enum vrdma_counter c)
+{
+	atomic64_inc(&vdev->counters[c]);
+}
+
+static inline void vrdma_count_add(struct vrdma_dev *vdev,
+				   enum vrdma_counter c, u64 n)
+{
+	atomic64_add(n, &vdev->counters[c]);
+}
 
 /**
  * struct vrdma_ucontext - a process's open device context
@@ -104,6 +192,299 @@ struct vrdma_mmap_entry {
 	size_t size;
 };
 
+/**
+ * struct vrdma_queue - the kernel's view of one shared ring
+ * @ring: the ring header, in shared memory (or kernel memory for kernel
+ *	queues); never trusted
+ * @buf: the entries, right after the header
+ * @mmap: the mmap entry user space maps; NULL for kernel queues
+ * @kbuf: the allocation when there is no @mmap
+ * @num_entries: power of two
+ * @mask: num_entries - 1
+ * @entry_size: stride, power of two
+ * @kidx: the index the kernel owns (producer of a CQ, consumer of a WQ);
+ *	the copy in @ring is only ever written from this
+ */
+struct vrdma_queue {
+	struct vrdma_ring *ring;
+	void *buf;
+	struct vrdma_mmap_entry *mmap;
+	void *kbuf;
+	u32 num_entries;
+	u32 mask;
+	u32 entry_size;
+	u32 kidx;
+};
+
+/**
+ * struct vrdma_mr - a memory region (or the DMA MR of a kernel consumer)
+ * @ibmr: ib_core's part; ibmr.lkey == ibmr.rkey is our key
+ * @pd: the owning PD; a key is only valid on QPs of this PD
+ * @umem: the pinned user pages (user MRs)
+ * @pages: one entry per PAGE_SIZE page covering [iova, iova + length),
+ *	for O(1) iova -> page lookup
+ * @npages: entries in @pages
+ * @page_offset: offset of iova within pages[0]
+ * @iova: first valid address
+ * @length: bytes
+ * @access: IB_ACCESS_* flags granted
+ * @dma: a DMA MR: addresses are kernel virtual addresses, any length
+ * @refs: users; the MR is freed after the last one
+ * @done: completed when @refs drops to zero, for dereg to wait on
+ * @rcu: lookups run under RCU, so the memory outlives a grace period
+ */
+struct vrdma_mr {
+	struct ib_mr ibmr;
+	struct vrdma_pd *pd;
+	struct ib_umem *umem;
+	struct page **pages;
+	unsigned long npages;
+	unsigned int page_offset;
+	u64 iova;
+	u64 length;
+	int access;
+	bool dma;
+	refcount_t refs;
+	struct completion done;
+	struct rcu_head rcu;
+};
+
+/**
+ * struct vrdma_cq - a completion queue
+ * @ibcq: ib_core's part
+ * @queue: the CQE ring; the kernel produces
+ * @lock: serialises producers (QP tasks, flushes) and resize
+ * @notify: armed notification: 0, IB_CQ_NEXT_COMP or IB_CQ_SOLICITED
+ * @overflowed: a CQE was lost; the CQ is in error (IB_EVENT_CQ_ERR sent)
+ */
+struct vrdma_cq {
+	struct ib_cq ibcq;
+	struct vrdma_queue queue;
+	spinlock_t lock;	/* see above */
+	u8 notify;
+	bool overflowed;
+};
+
+/**
+ * struct vrdma_swqe - the kernel's copy of a send WQE, and its progress
+ * @wqe: header (and SGEs or inline data, up to the SQ stride), copied out
+ *	of the ring and checked; never read from the ring again
+ * @state: enum vrdma_swqe_state
+ * @status: IB_WC_* completion status, once known
+ * @length: total bytes of the message
+ * @first_psn: PSN of its first packet
+ * @last_psn: PSN of its last packet (for READ: of the last response)
+ * @read_done: bytes of an RDMA READ response placed so far
+ */
+struct vrdma_swqe {
+	struct vrdma_send_wqe *wqe;
+	u8 state;
+	u8 status;
+	u32 length;
+	u32 first_psn;
+	u32 last_psn;
+	u32 read_done;
+};
+
+enum vrdma_swqe_state {
+	VRDMA_SWQE_NEW,		/* copied, checked, not yet sent */
+	VRDMA_SWQE_SENDING,	/* some packets sent */
+	VRDMA_SWQE_SENT,	/* all packets sent, waiting for ACK/response */
+	VRDMA_SWQE_DONE,	/* completed; CQE written if signaled */
+};
+
+/**
+ * struct vrdma_rwqe - the responder's copy of the receive WQE in use
+ * @wqe: header and SGEs, copied out of the RQ/SRQ ring (kmalloc'ed,
+ *	VRDMA_RECV_WQE_HDR_SIZE + VRDMA_MAX_SGE SGEs)
+ * @length: total bytes its SGEs can take
+ * @offset: bytes placed so far
+ * @valid: a WQE has been taken for the current message
+ */
+struct vrdma_rwqe {
+	struct vrdma_recv_wqe *wqe;
+	u32 length;
+	u32 offset;
+	bool valid;
+};
+
+/**
+ * struct vrdma_av - where a connected QP sends: filled at RTR
+ * @sgid_attr: source GID entry (RoCEv2, IPv4-mapped or IPv6)
+ * @dgid: destination GID
+ * @saddr4, @daddr4: IPv4 addresses when @ipv6 is false
+ * @saddr6, @daddr6: IPv6 addresses when @ipv6 is true
+ * @ipv6: network type
+ * @dmac: destination MAC, resolved by ib_core
+ * @tos: traffic class
+ * @ttl: hop limit
+ * @flow_label: IPv6 flow label
+ * @sport: UDP source port: a hash of the QPNs, for ECMP entropy
+ */
+struct vrdma_av {
+	const struct ib_gid_attr *sgid_attr;
+	union ib_gid dgid;
+	__be32 saddr4;
+	__be32 daddr4;
+	struct in6_addr saddr6;
+	struct in6_addr daddr6;
+	bool ipv6;
+	u8 dmac[ETH_ALEN];
+	u8 tos;
+	u8 ttl;
+	u32 flow_label;
+	__be16 sport;
+};
+
+/* Requests the requester may have sent and not had acknowledged. */
+#define VRDMA_WINDOW		128
+/* The requester asks for an ACK at least every this many packets. */
+#define VRDMA_ACK_EVERY		32
+/* Read response packets the responder sends per run of the QP task. */
+#define VRDMA_READ_BURST	64
+
+/**
+ * struct vrdma_req - requester (and completer) state of a QP
+ * @fetch: next SQ index to copy out of the ring
+ * @cur: SQ index of the WQE being sent
+ * @offset: bytes of @cur already sent
+ * @psn: PSN of the next request packet
+ * @una: oldest PSN not acknowledged yet
+ * @rnr_retry: RNR NAKs still allowed for the current WQE (7: unlimited)
+ * @rnr_wait: waiting for the RNR timer before resending
+ * @sqd_event: IB_EVENT_SQ_DRAINED still to be sent
+ *
+ * SQ indices between sq.kidx (oldest not completed) and @cur have all their
+ * packets sent; @cur up to @fetch are copied and checked but not (fully)
+ * sent.
+ */
+struct vrdma_req {
+	u32 fetch;
+	u32 cur;
+	u32 offset;
+	u32 psn;
+	u32 una;
+	u8 rnr_retry;
+	bool rnr_wait;
+	bool sqd_event;
+};
+
+/**
+ * struct vrdma_resp - responder state of a QP
+ * @psn: expected PSN of the next request
+ * @msn: message sequence number: requests completed, sent in every AETH
+ * @opcode: opcode of the last accepted request, to check the sequence
+ * @nak_sent: a sequence error NAK is out; don't repeat it per packet
+ * @va: next address of the RDMA WRITE in progress
+ * @rkey: its rkey
+ * @resid: bytes of it still to come
+ * @length: its total length (for the byte_len of WRITE with immediate)
+ * @read_va: next address of the RDMA READ being answered
+ * @read_rkey: its rkey
+ * @read_resid: bytes still to send
+ * @read_psn: PSN of the next read response
+ * @read_first: the next response is its first
+ * @read_active: a READ is being answered
+ */
+struct vrdma_resp {
+	u32 psn;
+	u32 msn;
+	u8 opcode;
+	bool nak_sent;
+	u64 va;
+	u32 rkey;
+	u32 resid;
+	u32 length;
+	u64 read_va;
+	u32 read_rkey;
+	u32 read_resid;
+	u32 read_psn;
+	bool read_first;
+	bool read_active;
+};
+
+/**
+ * struct vrdma_qp - a queue pair
+ * @ibqp: ib_core's part
+ * @vdev: the device
+ * @pd: the PD
+ * @scq: send CQ
+ * @rcq: receive CQ
+ * @srq: shared receive queue, or NULL
+ * @sq: the SQ ring (user space produces WQEs, the kernel consumes); sq.kidx
+ *	is the oldest WQE not yet completed
+ * @rq: the RQ ring (unused with an SRQ)
+ * @swqe: per SQ slot, the kernel's copy and progress of the WQE
+ * @swqe_buf: storage of the copied WQEs, sq.num_entries * sq.entry_size
+ * @rwqe: the receive WQE the responder is filling
+ * @max_send_sge: granted SGEs per send WQE
+ * @max_recv_sge: granted SGEs per receive WQE
+ * @max_inline: granted inline bytes
+ * @sq_sig_all: every send WQE is signaled
+ * @mutex: serialises the QP's task with modify/destroy; everything below
+ *	is protected by it
+ * @state: enum ib_qp_state
+ * @destroyed: the QP is being destroyed; the task must not be queued
+ * @attr: attributes set by modify_qp, for query_qp
+ * @av: the path, set at RTR
+ * @mtu: path MTU in bytes
+ * @req: requester and completer state
+ * @resp: responder state
+ * @rnr_timer: fires when an RNR NAK's delay has passed
+ * @rx: incoming packets for the task; has its own lock
+ * @task: runs completer, responder and requester for this QP
+ * @refs: lookups from the receive path hold a reference
+ * @done: completed when @refs drops to zero
+ */
+struct vrdma_qp {
+	struct ib_qp ibqp;
+	struct vrdma_dev *vdev;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *scq;
+	struct vrdma_cq *rcq;
+	struct vrdma_srq *srq;
+	struct vrdma_queue sq;
+	struct vrdma_queue rq;
+	struct vrdma_swqe *swqe;
+	void *swqe_buf;
+	struct vrdma_rwqe rwqe;
+	u32 max_send_sge;
+	u32 max_recv_sge;
+	u32 max_inline;
+	bool sq_sig_all;
+
+	struct mutex mutex;	/* see above */
+	enum ib_qp_state state;
+	bool destroyed;
+	struct ib_qp_attr attr;
+	struct vrdma_av av;
+	u32 mtu;
+	struct vrdma_req req;
+	struct vrdma_resp resp;
+	struct timer_list rnr_timer;
+
+	struct sk_buff_head rx;
+	struct work_struct task;
+	refcount_t refs;
+	struct completion done;
+};
+
+/**
+ * struct vrdma_srq - a shared receive queue
+ * @ibsrq: ib_core's part
+ * @queue: the receive ring
+ * @lock: QPs take WQEs from it concurrently
+ * @max_sge: granted SGEs per WQE
+ * @limit: SRQ limit for IB_EVENT_SRQ_LIMIT_REACHED, 0 when disarmed
+ */
+struct vrdma_srq {
+	struct ib_srq ibsrq;
+	struct vrdma_queue queue;
+	spinlock_t lock;	/* see above */
+	u32 max_sge;
+	u32 limit;
+};
+
 static inline struct vrdma_dev *to_vdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct vrdma_dev, ibdev);
@@ -119,8 +500,40 @@ static inline struct vrdma_pd *to_vpd(struct ib_pd *ibpd)
 	return container_of(ibpd, struct vrdma_pd, ibpd);
 }
 
+static inline struct vrdma_mr *to_vmr(struct ib_mr *ibmr)
+{
+	return container_of(ibmr, struct vrdma_mr, ibmr);
+}
+
+static inline struct vrdma_cq *to_vcq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct vrdma_cq, ibcq);
+}
+
+static inline struct vrdma_qp *to_vqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct vrdma_qp, ibqp);
+}
+
+static inline struct vrdma_srq *to_vsrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct vrdma_srq, ibsrq);
+}
+
+/* 24-bit PSN arithmetic: a - b as a signed distance. */
+static inline int vrdma_psn_diff(u32 a, u32 b)
+{
+	return ((int)((a - b) << 8)) >> 8;
+}
+
+static inline u32 vrdma_psn_add(u32 psn, u32 n)
+{
+	return (psn + n) & 0xffffff;
+}
+
 /* main.c */
 struct vrdma_dev *vrdma_get_dev_by_netdev(struct net_device *ndev);
+struct vrdma_dev *vrdma_get_dev_by_netdev_rcu(struct net_device *ndev);
 void vrdma_dev_list_del(struct vrdma_dev *vdev);
 int vrdma_dev_register(struct vrdma_dev *vdev, const char *name);
 
@@ -140,6 +553,11 @@ void vrdma_port_update(struct vrdma_dev *vdev);
 /* net.c */
 int vrdma_net_init(void);
 void vrdma_net_exit(void);
+int vrdma_net_dev_open(struct vrdma_dev *vdev);
+void vrdma_net_dev_close(struct vrdma_dev *vdev);
+
+/* counters.c */
+extern const struct ib_device_ops vrdma_counters_ops;
 
 /* ucontext.c */
 int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);
@@ -154,5 +572,84 @@ void vrdma_mmap_remove(struct vrdma_mmap_entry *entry);
 /* pd.c */
 int vrdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 int vrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+
+/* mr.c */
+struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
+int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct vrdma_mr *vrdma_mr_get(struct vrdma_dev *vdev, u32 key);
+void vrdma_mr_put(struct vrdma_mr *mr);
+int vrdma_mr_check(struct vrdma_mr *mr, struct vrdma_pd *pd, u32 key,
+		   u64 iova, u64 length, int access);
+int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
+		  bool to_mr);
+int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
+			   const struct sk_buff *skb, u32 offset, u32 length);
+int vrdma_sgl_check(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+		    const struct vrdma_sge *sge, u32 num_sge, int access,
+		    u32 *total);
+int vrdma_sgl_copy(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+		   const struct vrdma_sge *sge, u32 num_sge, u32 offset,
+		   void *buf, u32 length, bool to_sgl);
+int vrdma_sgl_copy_from_skb(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+			    const struct vrdma_sge *sge, u32 num_sge,
+			    u32 offset, const struct sk_buff *skb,
+			    u32 skb_offset, u32 length);
+
+/* queue.c */
+int vrdma_queue_init(struct vrdma_queue *q, struct vrdma_ucontext *uc,
+		     u32 num_entries, u32 entry_size,
+		     struct vrdma_ring_info *info);
+void vrdma_queue_destroy(struct vrdma_queue *q);
+int vrdma_queue_count(struct vrdma_queue *q, u32 *count);
+bool vrdma_queue_full(struct vrdma_queue *q);
+
+static inline void *vrdma_queue_slot(struct vrdma_queue *q, u32 idx)
+{
+	return q->buf + (size_t)(idx & q->mask) * q->entry_size;
+}
+
+void vrdma_queue_consume(struct vrdma_queue *q, u32 n);
+void vrdma_queue_produce(struct vrdma_queue *q);
+void vrdma_queue_reset(struct vrdma_queue *q);
+
+/* cq.c */
+int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct ib_udata *udata);
+int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+int vrdma_cq_post(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
+		  bool solicited);
+
+/* qp.c */
+int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata);
+int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr,
+		    int mask, struct ib_udata *udata);
+int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+struct vrdma_qp *vrdma_qp_get(struct vrdma_dev *vdev, u32 qpn);
+void vrdma_qp_put(struct vrdma_qp *qp);
+int vrdma_qp_init(void);
+void vrdma_qp_exit(void);
+void vrdma_qp_schedule(struct vrdma_qp *qp);
+void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
+void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb);
+bool vrdma_take_rwqe(struct vrdma_qp *qp);
+
+/* requester.c, responder.c, completer.c: run by the QP task, under mutex */
+void vrdma_requester(struct vrdma_qp *qp);
+void vrdma_flush_sq(struct vrdma_qp *qp);
+void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
+bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
+void vrdma_flush_rq(struct vrdma_qp *qp);
+void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb);
+void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+			 u8 status);
 
 #endif /* VRDMA_H */

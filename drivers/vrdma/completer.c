@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The completer: ACKs, NAKs and read responses complete send WQEs.
+ *
+ * The responder acknowledges requests by PSN; an ACK for PSN p says every
+ * request up to p arrived and was executed, so every SEND and RDMA WRITE
+ * whose last packet is at or before p is complete.  RDMA READs complete
+ * when their response data has been placed.  A NAK names the PSN that
+ * failed: a sequence error means "resend from there" (go-back-N), an RNR
+ * NAK means "no receive WQE was posted, try again after a while", and the
+ * others (invalid request, remote access, remote operation error) fail the
+ * WQE and put the QP in error.
+ */
+#include "vrdma.h"
+#include "pkt.h"
+
+/* The RNR timer values of the IBA (Table 45), in microseconds. */
+static const u32 vrdma_rnr_usecs[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
+	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+/* Complete, in order, the SENDs and WRITEs acknowledged by @psn. */
+static void vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
+{
+	while (qp->sq.kidx != qp->req.cur && qp->state != IB_QPS_ERR) {
+		struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+
+		if (swqe->wqe->opcode == IB_UVERBS_WR_RDMA_READ ||
+		    vrdma_psn_diff(psn, swqe->last_psn) < 0)
+			break;
+		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
+	}
+	if (vrdma_psn_diff(vrdma_psn_add(psn, 1), qp->req.una) > 0)
+		qp->req.una = vrdma_psn_add(psn, 1);
+}
+
+/*
+ * Go back to @psn: the requester resends from the packet with that PSN.
+ * Returns the WQE it falls in, or NULL if it is not outstanding.
+ */
+static struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
+{
+	u32 i;
+
+	for (i = qp->sq.kidx; ; i++) {
+		struct vrdma_swqe *swqe = &qp->swqe[i & qp->sq.mask];
+		bool sending = i == qp->req.cur;
+
+		if (!sending && i == qp->req.fetch)
+			return NULL;
+		if (sending && swqe->state != VRDMA_SWQE_SENDING)
+			return NULL;
+		if (vrdma_psn_diff(psn, swqe->first_psn) < 0)
+			return NULL;
+		if (sending || vrdma_psn_diff(psn, swqe->last_psn) <= 0) {
+			if (swqe->wqe->opcode == IB_UVERBS_WR_RDMA_READ) {
+				/* Ask for the whole read again. */
+				psn = swqe->first_psn;
+				swqe->read_done = 0;
+			}
+			qp->req.cur = i;
+			qp->req.offset = vrdma_psn_diff(psn, swqe->first_psn) *
+					 qp->mtu;
+			qp->req.psn = psn;
+			vrdma_count(qp->vdev, VRDMA_CNT_RETRANSMITS);
+			return swqe;
+		}
+		if (sending)
+			return NULL;
+	}
+}
+
+static void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
+{
+	struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+
+	if (qp->sq.kidx == qp->req.fetch)
+		return;
+	if (qp->req.cur == qp->sq.kidx) {
+		qp->req.cur++;
+		qp->req.offset = 0;
+	}
+	vrdma_complete_swqe(qp, swqe, status);
+}
+
+static void vrdma_rnr_nak(struct vrdma_qp *qp, u32 psn, u8 timer)
+{
+	vrdma_count(qp->vdev, VRDMA_CNT_RNR_NAK_RCVD);
+	vrdma_ack_up_to(qp, vrdma_psn_add(psn, -1));
+	if (qp->attr.rnr_retry != 7 && qp->req.rnr_retry >= qp->attr.rnr_retry) {
+		vrdma_fail_head(qp, IB_WC_RNR_RETRY_EXC_ERR);
+		return;
+	}
+	if (!vrdma_rewind(qp, psn))
+		return;
+	qp->req.rnr_retry++;
+	qp->req.rnr_wait = true;
+	mod_timer(&qp->rnr_timer,
+		  jiffies + usecs_to_jiffies(vrdma_rnr_usecs[timer & 31]));
+}
+
+static void vrdma_ack(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_aeth *aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
+	u8 syn = be32_to_cpu(aeth->smsn) >> VRDMA_AETH_SYN_SHIFT;
+	u32 psn = pkt->psn;
+
+	switch (syn & VRDMA_SYN_TYPE_MASK) {
+	case VRDMA_SYN_ACK:
+		qp->req.rnr_retry = 0;
+		vrdma_ack_up_to(qp, psn);
+		break;
+	case VRDMA_SYN_RNR_NAK:
+		vrdma_rnr_nak(qp, psn, syn & 0x1f);
+		break;
+	case VRDMA_SYN_NAK:
+		vrdma_count(qp->vdev, VRDMA_CNT_NAK_RCVD);
+		vrdma_ack_up_to(qp, vrdma_psn_add(psn, -1));
+		switch (syn & 0x1f) {
+		case VRDMA_NAK_PSN_SEQ_ERR:
+			vrdma_rewind(qp, psn);
+			break;
+		case VRDMA_NAK_INVALID_REQ:
+			vrdma_fail_head(qp, IB_WC_REM_INV_REQ_ERR);
+			break;
+		case VRDMA_NAK_REM_ACCESS:
+			vrdma_fail_head(qp, IB_WC_REM_ACCESS_ERR);
+			break;
+		default:
+			vrdma_fail_head(qp, IB_WC_REM_OP_ERR);
+			break;
+		}
+		break;
+	default:
+		/* Reserved syndrome: ignore the packet. */
+		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
+		break;
+	}
+}
+
+static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_swqe *swqe;
+	struct vrdma_send_wqe *wqe;
+	u32 expect, resid;
+	int ret;
+
+	/* A response implies every request before the READ was executed. */
+	vrdma_ack_up_to(qp, vrdma_psn_add(pkt->psn, -1));
+	if (qp->sq.kidx == qp->req.cur || qp->state == IB_QPS_ERR)
+		return;		/* nothing sent is waiting: a stale response */
+	swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+	wqe = swqe->wqe;
+	if (wqe->opcode != IB_UVERBS_WR_RDMA_READ)
+		return;
+
+	expect = vrdma_psn_add(swqe->first_psn, swqe->read_done / qp->mtu);
+	if (pkt->psn != expect) {
+		/* Lost or duplicated: a gap is resent by the retry logic. */
+		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+		return;
+	}
+	resid = swqe->length - swqe->read_done;
+	if (!swqe->read_done != !!(pkt->mask & VRDMA_OPF_FIRST) ||
+	    ((pkt->mask & VRDMA_OPF_LAST) ? pkt->paylen != resid :
+					    pkt->paylen != qp->mtu)) {
+		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
+		vrdma_fail_head(qp, IB_WC_BAD_RESP_ERR);
+		return;
+	}
+
+	if (pkt->paylen) {
+		ret = vrdma_sgl_copy_from_skb(qp->vdev, qp->pd, wqe->sge,
+					      wqe->num_sge, swqe->read_done,
+					      skb, pkt->hdr_len, pkt->paylen);
+		if (ret) {
+			vrdma_fail_head(qp, IB_WC_LOC_PROT_ERR);
+			return;
+		}
+	}
+	swqe->read_done += pkt->paylen;
+	if (pkt->mask & VRDMA_OPF_LAST) {
+		qp->req.rnr_retry = 0;
+		if (vrdma_psn_diff(vrdma_psn_add(pkt->psn, 1), qp->req.una) > 0)
+			qp->req.una = vrdma_psn_add(pkt->psn, 1);
+		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
+	}
+}
+
+/**
+ * vrdma_completer() - handle one response packet
+ * @qp: the QP, mutex held
+ * @skb: an ACK, NAK or read response (consumed)
+ */
+void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+
+	if ((qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
+	    !(pkt->mask & VRDMA_OPF_RC)) {
+		kfree_skb(skb);
+		return;
+	}
+	/* Only PSNs sent and not yet acknowledged can be answered. */
+	if (vrdma_psn_diff(pkt->psn, qp->req.una) < -1 ||
+	    vrdma_psn_diff(pkt->psn, qp->req.psn) >= 0) {
+		vrdma_count(qp->vdev, VRDMA_CNT_DUP_REQ);
+		kfree_skb(skb);
+		return;
+	}
+
+	if (pkt->mask & VRDMA_OPF_READ)
+		vrdma_read_response(qp, skb);
+	else if (pkt->opcode == IB_OPCODE_RC_ACKNOWLEDGE)
+		vrdma_ack(qp, skb);
+	else
+		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
+	consume_skb(skb);
+}

@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory regions, and every access the driver makes to registered memory.
+ *
+ * Registering pins the pages (ib_umem_get, which charges them to the
+ * process's RLIMIT_MEMLOCK) and builds a page table so an address inside the
+ * region maps to its page in O(1).  The MR is named by a key: lkey for the
+ * local side, rkey for a peer; in vrdma both are the same 32-bit value,
+ * an index into the device's MR table (24 bits) and a key byte that changes
+ * each time the index is reused, so a stale key never reaches a new MR.
+ *
+ * A key only opens memory if all of these hold, checked on every access:
+ * the MR exists, the key byte matches, the MR belongs to the QP's PD, the
+ * MR grants the access (LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE,
+ * REMOTE_ATOMIC), and the whole range lies inside the region.
+ */
+#include <linux/highmem.h>
+#include <linux/overflow.h>
+#include <linux/vmalloc.h>
+#include <rdma/ib_umem.h>
+
+#include "vrdma.h"
+
+/* Access flags we implement; ODP and the like are refused. */
+#define VRDMA_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+			 IB_ACCESS_MW_BIND | IB_ACCESS_RELAXED_ORDERING)
+
+/* Give @mr a table index and a key whose byte differs from the last one. */
+static int vrdma_mr_alloc_key(struct vrdma_dev *vdev, struct vrdma_mr *mr)
+{
+	u32 index;
+	u8 byte;
+	int ret;
+
+	ret = xa_alloc_cyclic(&vdev->mr_xa, &index, NULL,
+			      XA_LIMIT(1, VRDMA_MAX_MR), &vdev->mr_next,
+			      GFP_KERNEL);
+	if (ret < 0)
+		return ret == -EBUSY ? -ENOMEM : ret;
+
+	byte = ++vdev->mr_key_byte[index];
+	mr->ibmr.lkey = (index << 8) | byte;
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	refcount_set(&mr->refs, 1);
+	init_completion(&mr->done);
+	/* Publish only now: a lookup must see a complete MR. */
+	xa_store(&vdev->mr_xa, index, mr, GFP_KERNEL);
+	return 0;
+}
+
+/* Build the page table of a pinned user region. */
+static int vrdma_mr_map_umem(struct vrdma_mr *mr)
+{
+	struct sg_page_iter iter;
+	unsigned long i = 0;
+
+	mr->npages = ib_umem_num_pages(mr->umem);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	if (!mr->pages)
+		return -ENOMEM;
+
+	for_each_sgtable_page(&mr->umem->sgt_append.sgt, &iter, 0) {
+		if (WARN_ON_ONCE(i >= mr->npages))
+			return -EFAULT;
+		mr->pages[i++] = sg_page_iter_page(&iter);
+	}
+	if (i != mr->npages)
+		return -EFAULT;
+	mr->page_offset = ib_umem_offset(mr->umem);
+	return 0;
+}
+
+/**
+ * vrdma_reg_user_mr() - register process memory
+ * @ibpd: the PD the MR will belong to
+ * @start: process virtual address of the buffer
+ * @length: bytes
+ * @iova: the address peers and WQEs use for @start (usually @start)
+ * @access: IB_ACCESS_* flags
+ * @udata: no driver data
+ *
+ * Return: the MR, or ERR_PTR: -EINVAL for a zero, overflowing or too large
+ * range or remote write/atomic without local write, -EOPNOTSUPP for access
+ * flags we do not implement, -ENOMEM past max_mr or when pinning is refused
+ * by RLIMIT_MEMLOCK, or the error of ib_umem_get().
+ */
+struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct vrdma_dev *vdev = to_vdev(ibpd->device);
+	struct vrdma_mr *mr;
+	u64 end;
+	int ret;
+
+	if (!length || length > VRDMA_MAX_MR_SIZE ||
+	    check_add_overflow(start, length, &end) ||
+	    check_add_overflow(iova, length, &end))
+		return ERR_PTR(-EINVAL);
+	if (access & ~VRDMA_MR_ACCESS)
+		return ERR_PTR(-EOPNOTSUPP);
+	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IB_ACCESS_LOCAL_WRITE))
+		return ERR_PTR(-EINVAL);
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		ret = PTR_ERR(mr->umem);
+		goto err_free;
+	}
+	ret = vrdma_mr_map_umem(mr);
+	if (ret)
+		goto err_release;
+
+	mr->pd = to_vpd(ibpd);
+	mr->iova = iova;
+	mr->length = length;
+	mr->access = access;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	ret = vrdma_mr_alloc_key(vdev, mr);
+	if (ret)
+		goto err_release;
+	return &mr->ibmr;
+
+err_release:
+	kvfree(mr->pages);
+	ib_umem_release(mr->umem);
+err_free:
+	kfree(mr);
+	return ERR_PTR(ret);
+}
+
+/**
+ * vrdma_get_dma_mr() - an MR for a kernel consumer covering all memory
+ * @ibpd: the PD
+ * @access: IB_ACCESS_* flags
+ *
+ * vrdma's DMA addresses are kernel virtual addresses (ib_core's virt DMA),
+ * so this MR translates nothing; each access still checks the address is
+ * directly mapped kernel memory.
+ *
+ * Return: the MR or an ERR_PTR.
+ */
+struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct vrdma_dev *vdev = to_vdev(ibpd->device);
+	struct vrdma_mr *mr;
+	int ret;
+
+	if (access & ~VRDMA_MR_ACCESS)
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->pd = to_vpd(ibpd);
+	mr->dma = true;
+	mr->access = access;
+	mr->length = U64_MAX;
+	ret = vrdma_mr_alloc_key(vdev, mr);
+	if (ret) {
+		kfree(mr);
+		return ERR_PTR(ret);
+	}
+	return &mr->ibmr;
+}
+
+/**
+ * vrdma_dereg_mr() - destroy an MR once nobody is using it
+ * @ibmr: the MR
+ * @udata: no driver data
+ *
+ * The key stops working at once; a packet or WQE that is using the memory
+ * right now finishes first, and only then are the pages unpinned.
+ *
+ * Return: 0
+ */
+int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct vrdma_dev *vdev = to_vdev(ibmr->device);
+	struct vrdma_mr *mr = to_vmr(ibmr);
+
+	xa_erase(&vdev->mr_xa, VRDMA_KEY_INDEX(mr->ibmr.lkey));
+	vrdma_mr_put(mr);
+	wait_for_completion(&mr->done);
+
+	kvfree(mr->pages);
+	if (mr->umem)
+		ib_umem_release(mr->umem);
+	kfree_rcu(mr, rcu);
+	return 0;
+}
+
+/**
+ * vrdma_mr_get() - look a key up
+ * @vdev: the device
+ * @key: an lkey or rkey, as received (untrusted)
+ *
+ * Context: any.
+ * Return: the MR with a reference held (vrdma_mr_put()), or NULL if no
+ * live MR has exactly this key.  Access rights are not checked here.
+ */
+struct vrdma_mr *vrdma_mr_get(struct vrdma_dev *vdev, u32 key)
+{
+	struct vrdma_mr *mr;
+
+	rcu_read_lock();
+	mr = xa_load(&vdev->mr_xa, VRDMA_KEY_INDEX(key));
+	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->refs)))
+		mr = NULL;
+	rcu_read_unlock();
+	return mr;
+}
+
+void vrdma_mr_put(struct vrdma_mr *mr)
+{
+	if (refcount_dec_and_test(&mr->refs))
+		complete(&mr->done);
+}
+
+/**
+ * vrdma_mr_check() - may @length bytes at @iova be accessed this way?
+ * @mr: from vrdma_mr_get()
+ * @pd: the PD of the QP asking
+ * @key: the key used (lkey or rkey)
+ * @iova: start address
+ * @length: bytes; 0 checks only the rights
+ * @access: IB_ACCESS_* rights needed (0 for a local read)
+ *
+ * Return: 0, -EACCES for a wrong PD or missing rights, -ERANGE for a range
+ * outside the region.
+ */
+int vrdma_mr_check(struct vrdma_mr *mr, struct vrdma_pd *pd, u32 key,
+		   u64 iova, u64 length, int access)
+{
+	u64 end;
+
+	if (mr->pd != pd || (mr->access & access) != access)
+		return -EACCES;
+	if (mr->dma || !length)
+		return 0;
+	if (iova < mr->iova || check_add_overflow(iova, length, &end) ||
+	    end > mr->iova + mr->length)
+		return -ERANGE;
+	return 0;
+}
+
+/*
+ * Map an address of the region to a kernel pointer, valid for up to *chunk
+ * bytes (to the end of its page).  The range has been checked.
+ */
+static struct page *vrdma_mr_page(struct vrdma_mr *mr, u64 iova,
+				  unsigned int *poff)
+{
+	u64 off = iova - mr->iova + mr->page_offset;
+
+	*poff = offset_in_page(off);
+	return mr->pages[off >> PAGE_SHIFT];
+}
+
+/* A DMA MR's address must be directly mapped kernel memory. */
+static void *vrdma_mr_dma_ptr(u64 iova, u32 length)
+{
+	void *p = (void *)(uintptr_t)iova;
+
+	if (!virt_addr_valid(p) || !virt_addr_valid(p + length - 1))
+		return NULL;
+	return p;
+}
+
+/**
+ * vrdma_mr_copy() - copy between a checked MR range and a kernel buffer
+ * @mr: the MR, range checked with vrdma_mr_check()
+ * @iova: start address in the region
+ * @buf: kernel buffer
+ * @length: bytes
+ * @to_mr: copy from @buf into the MR (else from the MR into @buf)
+ *
+ * Return: 0, or -EFAULT for a DMA MR address that is not kernel memory.
+ */
+int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
+		  bool to_mr)
+{
+	unsigned int poff, chunk;
+	struct page *page;
+	void *kaddr;
+
+	if (mr->dma) {
+		kaddr = vrdma_mr_dma_ptr(iova, length);
+		if (!kaddr)
+			return -EFAULT;
+		if (to_mr)
+			memcpy(kaddr, buf, length);
+		else
+			memcpy(buf, kaddr, length);
+		return 0;
+	}
+
+	while (length) {
+		page = vrdma_mr_page(mr, iova, &poff);
+		chunk = min_t(u32, length, PAGE_SIZE - poff);
+		kaddr = kmap_local_page(page);
+		if (to_mr)
+			memcpy(kaddr + poff, buf, chunk);
+		else
+			memcpy(buf, kaddr + poff, chunk);
+		kunmap_local(kaddr);
+		iova += chunk;
+		buf += chunk;
+		length -= chunk;
+	}
+	return 0;
+}
+
+/**
+ * vrdma_mr_copy_from_skb() - place packet payload into a checked MR range
+ * @mr: the MR, range checked with vrdma_mr_check() for LOCAL/REMOTE_WRITE
+ * @iova: start address in the region
+ * @skb: the packet; the payload may be in fragments
+ * @offset: where in @skb the bytes start
+ * @length: bytes
+ *
+ * Return: 0, or a negative errno if @skb is shorter than claimed (it was
+ * checked, so this is a driver bug) or the DMA address is bad.
+ */
+int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
+			   const struct sk_buff *skb, u32 offset, u32 length)
+{
+	unsigned int poff, chunk;
+	void *kaddr;
+	int ret;
+
+	if (mr->dma) {
+		kaddr = vrdma_mr_dma_ptr(iova, length);
+		if (!kaddr)
+			return -EFAULT;
+		return skb_copy_bits(skb, offset, kaddr, length);
+	}
+
+	while (length) {
+		struct page *page = vrdma_mr_page(mr, iova, &poff);
+
+		chunk = min_t(u32, length, PAGE_SIZE - poff);
+		kaddr = kmap_local_page(page);
+		ret = skb_copy_bits(skb, offset, kaddr + poff, chunk);
+		kunmap_local(kaddr);
+		if (ret)
+			return ret;
+		iova += chunk;
+		offset += chunk;
+		length -= chunk;
+	}
+	return 0;
+}
+
+/**
+ * vrdma_sgl_check() - check every SGE of a gather/scatter list
+ * @vdev: the device
+ * @pd: the QP's PD
+ * @sge: the list, already copied out of shared memory
+ * @num_sge: entries
+ * @access: rights needed on each (IB_ACCESS_LOCAL_WRITE to scatter into)
+ * @total: set to the sum of the lengths
+ *
+ * Return: 0, -EACCES for a bad key or missing rights, -ERANGE for an SGE
+ * outside its MR, -EINVAL if the total exceeds 2^31 (the IBA maximum
+ * message).
+ */
+int vrdma_sgl_check(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+		    const struct vrdma_sge *sge, u32 num_sge, int access,
+		    u32 *total)
+{
+	u64 sum = 0;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < num_sge; i++) {
+		struct vrdma_mr *mr;
+
+		if (!sge[i].length)
+			continue;
+		sum += sge[i].length;
+		mr = vrdma_mr_get(vdev, sge[i].lkey);
+		if (!mr)
+			return -EACCES;
+		ret = vrdma_mr_check(mr, pd, sge[i].lkey, sge[i].addr,
+				     sge[i].length, access);
+		vrdma_mr_put(mr);
+		if (ret)
+			return ret;
+	}
+	if (sum > (1U << 31))
+		return -EINVAL;
+	*total = sum;
+	return 0;
+}
+
+/*
+ * Walk @length bytes of an SGL from byte @offset on, calling @fn for each
+ * piece that lies in one SGE with its checked MR.  Keys are looked up and
+ * checked again on every walk: the MR may have been deregistered since the
+ * WQE was posted.
+ */
+static int vrdma_sgl_walk(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+			  const struct vrdma_sge *sge, u32 num_sge,
+			  u32 offset, u32 length, int access,
+			  int (*fn)(struct vrdma_mr *mr, u64 iova, u32 len,
+				    u32 done, void *ctx),
+			  void *ctx)
+{
+	u32 i, done = 0;
+	int ret;
+
+	for (i = 0; i < num_sge && done < length; i++) {
+		struct vrdma_mr *mr;
+		u32 len;
+		u64 iova;
+
+		if (offset >= sge[i].length) {
+			offset -= sge[i].length;
+			continue;
+		}
+		iova = sge[i].addr + offset;
+		len = min(sge[i].length - offset, length - done);
+		offset = 0;
+
+		mr = vrdma_mr_get(vdev, sge[i].lkey);
+		if (!mr)
+			return -EACCES;
+		ret = vrdma_mr_check(mr, pd, sge[i].lkey, iova, len, access);
+		if (!ret)
+			ret = fn(mr, iova, len, done, ctx);
+		vrdma_mr_put(mr);
+		if (ret)
+			return ret;
+		done += len;
+	}
+	return done == length ? 0 : -EINVAL;
+}
+
+struct vrdma_buf_ctx {
+	void *buf;
+	bool to_sgl;
+};
+
+static int vrdma_sgl_copy_one(struct vrdma_mr *mr, u64 iova, u32 len,
+			      u32 done, void *ctx)
+{
+	struct vrdma_buf_ctx *c = ctx;
+
+	return vrdma_mr_copy(mr, iova, c->buf + done, len, c->to_sgl);
+}
+
+/**
+ * vrdma_sgl_copy() - copy between an SGL and a kernel buffer
+ * @vdev: the device
+ * @pd: the QP's PD
+ * @sge: the list, copied out of shared memory
+ * @num_sge: entries
+ * @offset: byte of the list to start at
+ * @buf: kernel buffer
+ * @length: bytes
+ * @to_sgl: scatter @buf into the list (needs LOCAL_WRITE), else gather
+ *
+ * Return: 0, -EACCES/-ERANGE as vrdma_sgl_check(), -EINVAL if the list is
+ * shorter than @offset + @length.
+ */
+int vrdma_sgl_copy(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+		   const struct vrdma_sge *sge, u32 num_sge, u32 offset,
+		   void *buf, u32 length, bool to_sgl)
+{
+	struct vrdma_buf_ctx c = { .buf = buf, .to_sgl = to_sgl };
+
+	return vrdma_sgl_walk(vdev, pd, sge, num_sge, offset, length,
+			      to_sgl ? IB_ACCESS_LOCAL_WRITE : 0,
+			      vrdma_sgl_copy_one, &c);
+}
+
+struct vrdma_skb_ctx {
+	const struct sk_buff *skb;
+	u32 offset;
+};
+
+static int vrdma_sgl_copy_skb_one(struct vrdma_mr *mr, u64 iova, u32 len,
+				  u32 done, void *ctx)
+{
+	struct vrdma_skb_ctx *c = ctx;
+
+	return vrdma_mr_copy_from_skb(mr, iova, c->skb, c->offset + done, len);
+}
+
+/**
+ * vrdma_sgl_copy_from_skb() - scatter packet payload into an SGL
+ * @vdev: the device
+ * @pd: the QP's PD
+ * @sge: the list, copied out of shared memory
+ * @num_sge: entries
+ * @offset: byte of the list to start at
+ * @skb: the packet
+ * @skb_offset: where in @skb the payload starts
+ * @length: bytes
+ *
+ * Return: as vrdma_sgl_copy().
+ */
+int vrdma_sgl_copy_from_skb(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+			    const struct vrdma_sge *sge, u32 num_sge,
+			    u32 offset, const struct sk_buff *skb,
+			    u32 skb_offset, u32 length)
+{
+	struct vrdma_skb_ctx c = { .skb = skb, .offset = skb_offset };
+
+	return vrdma_sgl_walk(vdev, pd, sge, num_sge, offset, length,
+			      IB_ACCESS_LOCAL_WRITE, vrdma_sgl_copy_skb_one,
+			      &c);
+}

@@ -1,0 +1,688 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Queue pairs: creation, the state machine, and the QP's task.
+ *
+ * A QP is a send queue and a receive queue (or an SRQ), each a ring shared
+ * with the process.  All protocol work of a QP runs in one work item, its
+ * task, under qp->mutex: first the packets that arrived (ACKs and read
+ * responses for the completer, requests for the responder), then the
+ * requester, which turns new SQ WQEs into packets.  One task per QP means
+ * the three engines never race on the QP's state, and queue_work() spreads
+ * QPs over all CPUs.  The task is queued by the doorbell (post_send), by
+ * the receive path, and by timers.
+ */
+#include <linux/vmalloc.h>
+#include <rdma/ib_cache.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "vrdma.h"
+#include "pkt.h"
+
+static struct workqueue_struct *vrdma_wq;
+
+/**
+ * vrdma_qp_get() - find a QP by number for the receive path
+ * @vdev: the device the packet arrived on
+ * @qpn: destination QPN from the packet (untrusted)
+ *
+ * Context: any.
+ * Return: the QP with a reference (vrdma_qp_put()), or NULL.
+ */
+struct vrdma_qp *vrdma_qp_get(struct vrdma_dev *vdev, u32 qpn)
+{
+	struct vrdma_qp *qp;
+
+	rcu_read_lock();
+	qp = xa_load(&vdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->refs))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+void vrdma_qp_put(struct vrdma_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->refs))
+		complete(&qp->done);
+}
+
+/**
+ * vrdma_qp_schedule() - make the QP's task run soon
+ * @qp: the QP
+ *
+ * Context: any.
+ */
+void vrdma_qp_schedule(struct vrdma_qp *qp)
+{
+	if (!READ_ONCE(qp->destroyed))
+		queue_work(vrdma_wq, &qp->task);
+}
+
+/**
+ * vrdma_qp_rcv() - hand a received packet to its QP
+ * @qp: the destination QP, referenced by the caller
+ * @skb: the checked packet (see struct vrdma_pkt); consumed
+ *
+ * Context: any, typically softirq.  Only queues: the work is done by the
+ * QP's task.
+ */
+void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	if (READ_ONCE(qp->destroyed)) {
+		kfree_skb(skb);
+		return;
+	}
+	skb_queue_tail(&qp->rx, skb);
+	vrdma_qp_schedule(qp);
+}
+
+static void vrdma_qp_event(struct vrdma_qp *qp, enum ib_event_type type)
+{
+	struct ib_qp *ibqp = &qp->ibqp;
+	struct ib_event ev = {
+		.device = ibqp->device,
+		.element.qp = ibqp,
+		.event = type,
+	};
+
+	if (ibqp->event_handler)
+		ibqp->event_handler(&ev, ibqp->qp_context);
+}
+
+/**
+ * vrdma_qp_error() - move the QP to the error state
+ * @qp: the QP, mutex held
+ * @event: the affiliated asynchronous event to raise, or 0 for none
+ *
+ * Every outstanding WQE of the SQ and RQ completes with
+ * IB_WC_WR_FLUSH_ERR, in order; WQEs posted later are flushed as they come.
+ */
+void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event)
+{
+	lockdep_assert_held(&qp->mutex);
+
+	if (qp->state != IB_QPS_ERR) {
+		qp->state = IB_QPS_ERR;
+		del_timer(&qp->rnr_timer);
+		if (event)
+			vrdma_qp_event(qp, event);
+	}
+	vrdma_flush_sq(qp);
+	vrdma_flush_rq(qp);
+}
+
+/**
+ * vrdma_take_rwqe() - copy the next receive WQE out of the RQ (or SRQ)
+ * @qp: the QP, mutex held; qp->rwqe must be free
+ *
+ * The WQE is copied before it is looked at and its slot is returned at
+ * once: the process may reuse it while the message is being received.
+ *
+ * Return: true if a WQE was taken, false if none is posted (RNR) or the
+ * ring is garbage (the QP is then in error).
+ */
+bool vrdma_take_rwqe(struct vrdma_qp *qp)
+{
+	struct vrdma_queue *q = &qp->rq;
+	struct vrdma_rwqe *rw = &qp->rwqe;
+	u32 count, num_sge, i;
+	u64 total = 0;
+
+	if (vrdma_queue_count(q, &count)) {
+		vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
+		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+		return false;
+	}
+	if (!count)
+		return false;
+
+	memcpy(rw->wqe, vrdma_queue_slot(q, q->kidx), q->entry_size);
+	vrdma_queue_consume(q, 1);
+
+	/* The copy is ours now: check it. */
+	num_sge = rw->wqe->num_sge;
+	if (num_sge > qp->max_recv_sge) {
+		/* Complete it with an error below, where its length is used. */
+		vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
+		rw->wqe->num_sge = 0;
+		total = U64_MAX;
+	}
+	for (i = 0; i < rw->wqe->num_sge; i++)
+		total += rw->wqe->sge[i].length;
+	rw->length = min_t(u64, total, U32_MAX);
+	rw->offset = 0;
+	rw->valid = true;
+	return true;
+}
+
+static void vrdma_qp_task(struct work_struct *work)
+{
+	struct vrdma_qp *qp = container_of(work, struct vrdma_qp, task);
+	struct sk_buff *skb;
+	int budget = 256;	/* packets per run, then let others in */
+	bool again;
+
+	mutex_lock(&qp->mutex);
+	while (budget-- && (skb = skb_dequeue(&qp->rx))) {
+		if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT) {
+			kfree_skb(skb);
+			continue;
+		}
+		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP)
+			vrdma_completer(qp, skb);
+		else
+			vrdma_responder(qp, skb);
+	}
+	again = vrdma_responder_reads(qp, VRDMA_READ_BURST);
+	vrdma_requester(qp);
+	if (qp->state == IB_QPS_ERR)
+		vrdma_flush_rq(qp);
+	mutex_unlock(&qp->mutex);
+
+	/* More to do: run again after others had their turn. */
+	if (again || !skb_queue_empty(&qp->rx))
+		vrdma_qp_schedule(qp);
+}
+
+static void vrdma_rnr_timer(struct timer_list *t)
+{
+	struct vrdma_qp *qp = from_timer(qp, t, rnr_timer);
+
+	WRITE_ONCE(qp->req.rnr_wait, false);
+	vrdma_qp_schedule(qp);
+}
+
+/* Round a ring size up to a power of two, at least 1. */
+static u32 vrdma_ring_entries(u32 wr)
+{
+	return roundup_pow_of_two(max(wr, 1U));
+}
+
+static int vrdma_qp_check_cap(struct vrdma_dev *vdev, struct ib_qp_cap *cap,
+			      bool has_srq)
+{
+	if (cap->max_send_wr > vdev->attr.max_qp_wr ||
+	    cap->max_send_sge > VRDMA_MAX_SGE ||
+	    cap->max_inline_data > VRDMA_MAX_INLINE)
+		return -EINVAL;
+	if (!has_srq && (cap->max_recv_wr > vdev->attr.max_qp_wr ||
+			 cap->max_recv_sge > VRDMA_MAX_SGE))
+		return -EINVAL;
+	return 0;
+}
+
+/* Size the rings, allocate them and the kernel's copies of the WQEs. */
+static int vrdma_qp_alloc_queues(struct vrdma_qp *qp, struct ib_qp_cap *cap,
+				 struct vrdma_ucontext *uc,
+				 struct vrdma_create_qp_resp *resp)
+{
+	u32 n, stride, i;
+	int ret;
+
+	stride = roundup_pow_of_two(VRDMA_SEND_WQE_HDR_SIZE +
+				    max(cap->max_send_sge *
+					(u32)sizeof(struct vrdma_sge),
+					cap->max_inline_data));
+	n = vrdma_ring_entries(cap->max_send_wr);
+	ret = vrdma_queue_init(&qp->sq, uc, n, stride, &resp->sq);
+	if (ret)
+		return ret;
+	qp->max_send_sge = min_t(u32, VRDMA_MAX_SGE,
+				 (stride - VRDMA_SEND_WQE_HDR_SIZE) /
+				 sizeof(struct vrdma_sge));
+	qp->max_inline = min_t(u32, VRDMA_MAX_INLINE,
+			       stride - VRDMA_SEND_WQE_HDR_SIZE);
+	cap->max_send_wr = n;
+	cap->max_send_sge = qp->max_send_sge;
+	cap->max_inline_data = qp->max_inline;
+
+	qp->swqe = kvcalloc(n, sizeof(*qp->swqe), GFP_KERNEL);
+	qp->swqe_buf = vmalloc_array(n, stride);
+	if (!qp->swqe || !qp->swqe_buf)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		qp->swqe[i].wqe = qp->swqe_buf + (size_t)i * stride;
+
+	qp->rwqe.wqe = kmalloc(VRDMA_RECV_WQE_HDR_SIZE +
+			       VRDMA_MAX_SGE * sizeof(struct vrdma_sge),
+			       GFP_KERNEL);
+	if (!qp->rwqe.wqe)
+		return -ENOMEM;
+
+	if (qp->srq) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+		return 0;
+	}
+	stride = roundup_pow_of_two(VRDMA_RECV_WQE_HDR_SIZE +
+				    max(cap->max_recv_sge, 1U) *
+				    sizeof(struct vrdma_sge));
+	n = vrdma_ring_entries(cap->max_recv_wr);
+	ret = vrdma_queue_init(&qp->rq, uc, n, stride, &resp->rq);
+	if (ret)
+		return ret;
+	qp->max_recv_sge = min_t(u32, VRDMA_MAX_SGE,
+				 (stride - VRDMA_RECV_WQE_HDR_SIZE) /
+				 sizeof(struct vrdma_sge));
+	cap->max_recv_wr = n;
+	cap->max_recv_sge = qp->max_recv_sge;
+	return 0;
+}
+
+static void vrdma_qp_free_queues(struct vrdma_qp *qp)
+{
+	vrdma_queue_destroy(&qp->sq);
+	if (!qp->srq)
+		vrdma_queue_destroy(&qp->rq);
+	kvfree(qp->swqe);
+	vfree(qp->swqe_buf);
+	kfree(qp->rwqe.wqe);
+}
+
+/**
+ * vrdma_create_qp() - create a QP in the RESET state
+ * @ibqp: ib_core's QP, embedded in ours
+ * @init: type, CQs, SRQ and capabilities; capabilities are updated to what
+ *	was granted
+ * @udata: the response carries struct vrdma_create_qp_resp
+ *
+ * Return: 0, -EOPNOTSUPP for QP types and flags not implemented (only RC
+ * QPs of user processes today), -EINVAL for capabilities beyond the
+ * device's, -ENOMEM past max_qp.
+ */
+int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct vrdma_dev *vdev = to_vdev(ibqp->device);
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct vrdma_create_qp_resp resp = {};
+	struct vrdma_ucontext *uc;
+	u32 qpn;
+	int ret;
+
+	if (init->qp_type != IB_QPT_RC || init->create_flags || !udata)
+		return -EOPNOTSUPP;
+	if (init->srq)
+		return -EOPNOTSUPP;
+	ret = vrdma_qp_check_cap(vdev, &init->cap, !!init->srq);
+	if (ret)
+		return ret;
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	uc = rdma_udata_to_drv_context(udata, struct vrdma_ucontext, ibuc);
+
+	if (atomic_inc_return(&vdev->num_qp) > vdev->attr.max_qp) {
+		ret = -ENOMEM;
+		goto err_count;
+	}
+
+	qp->vdev = vdev;
+	qp->pd = to_vpd(ibqp->pd);
+	qp->scq = to_vcq(init->send_cq);
+	qp->rcq = to_vcq(init->recv_cq);
+	qp->srq = NULL;
+	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->state = IB_QPS_RESET;
+	mutex_init(&qp->mutex);
+	skb_queue_head_init(&qp->rx);
+	INIT_WORK(&qp->task, vrdma_qp_task);
+	timer_setup(&qp->rnr_timer, vrdma_rnr_timer, 0);
+	refcount_set(&qp->refs, 1);
+	init_completion(&qp->done);
+
+	ret = vrdma_qp_alloc_queues(qp, &init->cap, uc, &resp);
+	if (ret)
+		goto err_queues;
+
+	ret = xa_alloc_cyclic(&vdev->qp_xa, &qpn, NULL,
+			      XA_LIMIT(VRDMA_MIN_QPN, VRDMA_MAX_QPN),
+			      &vdev->qp_next, GFP_KERNEL);
+	if (ret < 0)
+		goto err_queues;
+	ibqp->qp_num = qpn;
+	resp.qpn = qpn;
+
+	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_xa;
+	/* Visible to the receive path only when complete. */
+	xa_store(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
+	return 0;
+
+err_xa:
+	xa_erase(&vdev->qp_xa, qpn);
+err_queues:
+	vrdma_qp_free_queues(qp);
+err_count:
+	atomic_dec(&vdev->num_qp);
+	return ret;
+}
+
+/* Fill the path of a connected QP from its address vector. */
+static int vrdma_qp_set_av(struct vrdma_qp *qp, struct rdma_ah_attr *ah)
+{
+	const struct ib_global_route *grh;
+	const struct ib_gid_attr *sgid;
+	struct vrdma_av *av = &qp->av;
+
+	if (!(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) ||
+	    ah->type != RDMA_AH_ATTR_TYPE_ROCE)
+		return -EINVAL;
+	grh = rdma_ah_read_grh(ah);
+	sgid = grh->sgid_attr;
+	if (!sgid || sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+
+	if (av->sgid_attr)
+		rdma_put_gid_attr(av->sgid_attr);
+	rdma_hold_gid_attr(sgid);
+	av->sgid_attr = sgid;
+	av->dgid = grh->dgid;
+	av->ipv6 = rdma_gid_attr_network_type(sgid) == RDMA_NETWORK_IPV6;
+	if (av->ipv6) {
+		memcpy(&av->saddr6, sgid->gid.raw, sizeof(av->saddr6));
+		memcpy(&av->daddr6, grh->dgid.raw, sizeof(av->daddr6));
+	} else {
+		memcpy(&av->saddr4, sgid->gid.raw + 12, sizeof(av->saddr4));
+		memcpy(&av->daddr4, grh->dgid.raw + 12, sizeof(av->daddr4));
+	}
+	memcpy(av->dmac, ah->roce.dmac, ETH_ALEN);
+	av->tos = grh->traffic_class;
+	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
+	av->flow_label = grh->flow_label;
+	return 0;
+}
+
+static void vrdma_qp_reset(struct vrdma_qp *qp)
+{
+	/* Posted WQEs are discarded without completions. */
+	vrdma_queue_reset(&qp->sq);
+	if (!qp->srq)
+		vrdma_queue_reset(&qp->rq);
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->req.fetch = qp->sq.kidx;
+	qp->req.cur = qp->sq.kidx;
+	qp->rwqe.valid = false;
+	del_timer(&qp->rnr_timer);
+	skb_queue_purge(&qp->rx);
+}
+
+/* Check the values of the attributes in @mask; states are checked apart. */
+static int vrdma_qp_check_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
+			       int mask)
+{
+	if ((mask & IB_QP_PORT) && attr->port_num != VRDMA_PORT)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) && attr->pkey_index >= VRDMA_MAX_PKEYS)
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > VRDMA_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > VRDMA_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IB_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
+				       IB_ACCESS_REMOTE_READ |
+				       IB_ACCESS_REMOTE_ATOMIC |
+				       IB_ACCESS_LOCAL_WRITE)))
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > VRDMA_MAX_QPN)
+		return -EINVAL;
+	return 0;
+}
+
+/* Keep the attributes for query_qp; the path is resolved separately. */
+static void vrdma_qp_store_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
+				int mask)
+{
+	struct ib_qp_attr *a = &qp->attr;
+
+	if (mask & IB_QP_ACCESS_FLAGS)
+		a->qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PKEY_INDEX)
+		a->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_PORT)
+		a->port_num = attr->port_num;
+	if (mask & IB_QP_QKEY)
+		a->qkey = attr->qkey;
+	if (mask & IB_QP_PATH_MTU)
+		a->path_mtu = attr->path_mtu;
+	if (mask & IB_QP_TIMEOUT)
+		a->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		a->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_RQ_PSN) {
+		a->rq_psn = attr->rq_psn & VRDMA_MAX_QPN;
+		qp->resp.psn = a->rq_psn;
+	}
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		a->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_SQ_PSN) {
+		a->sq_psn = attr->sq_psn & VRDMA_MAX_QPN;
+		qp->req.psn = a->sq_psn;
+		qp->req.una = a->sq_psn;
+	}
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		a->dest_qp_num = attr->dest_qp_num;
+	if (mask & IB_QP_AV)
+		a->ah_attr = attr->ah_attr;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		a->en_sqd_async_notify = attr->en_sqd_async_notify;
+}
+
+/* The path MTU in use: what was asked, at most what the netdev carries. */
+static u32 vrdma_qp_mtu(struct vrdma_qp *qp)
+{
+	struct ib_port_attr pattr = {};
+	enum ib_mtu mtu = qp->attr.path_mtu ? qp->attr.path_mtu : IB_MTU_1024;
+
+	if (!vrdma_query_port(&qp->vdev->ibdev, VRDMA_PORT, &pattr))
+		mtu = min(mtu, pattr.active_mtu);
+	return ib_mtu_enum_to_int(mtu);
+}
+
+/**
+ * vrdma_modify_qp() - change attributes and state (ibv_modify_qp)
+ * @ibqp: the QP
+ * @attr: new values
+ * @mask: IB_QP_* attributes to change
+ * @udata: no driver data
+ *
+ * The transition and the attributes it requires or allows are checked
+ * against the IBA tables (ib_modify_qp_is_ok()).
+ *
+ * Return: 0 or -EINVAL, with the QP unchanged.
+ */
+int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	enum ib_qp_state cur, new;
+	int ret;
+
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+
+	mutex_lock(&qp->mutex);
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	ret = -EINVAL;
+	if (cur != qp->state ||
+	    !ib_modify_qp_is_ok(cur, new, ibqp->qp_type, mask))
+		goto out;
+	ret = vrdma_qp_check_attr(qp, attr, mask);
+	if (ret)
+		goto out;
+	if (mask & IB_QP_AV) {
+		ret = vrdma_qp_set_av(qp, &attr->ah_attr);
+		if (ret)
+			goto out;
+	}
+	if (new == IB_QPS_RESET && cur != IB_QPS_RESET)
+		vrdma_qp_reset(qp);
+	vrdma_qp_store_attr(qp, attr, mask);
+	if (mask & (IB_QP_AV | IB_QP_DEST_QPN))
+		qp->av.sport = cpu_to_be16(rdma_get_udp_sport(qp->av.flow_label,
+							      ibqp->qp_num,
+							      qp->attr.dest_qp_num));
+	if (mask & (IB_QP_PATH_MTU | IB_QP_AV))
+		qp->mtu = vrdma_qp_mtu(qp);
+
+	if (!(mask & IB_QP_STATE) || new == cur)
+		goto out;
+	switch (new) {
+	case IB_QPS_ERR:
+		vrdma_qp_error(qp, 0);
+		break;
+	case IB_QPS_SQD:
+		qp->state = new;
+		qp->req.sqd_event = qp->attr.en_sqd_async_notify;
+		vrdma_qp_schedule(qp);
+		break;
+	case IB_QPS_RTS:
+		qp->state = new;
+		/* WQEs may have been posted before: start on them. */
+		vrdma_qp_schedule(qp);
+		break;
+	default:
+		qp->state = new;
+		break;
+	}
+out:
+	mutex_unlock(&qp->mutex);
+	return ret;
+}
+
+/**
+ * vrdma_query_qp() - report attributes (ibv_query_qp)
+ * @ibqp: the QP
+ * @attr: filled
+ * @mask: which attributes are wanted; all are filled
+ * @init: filled with the creation attributes
+ *
+ * Return: 0
+ */
+int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+
+	mutex_lock(&qp->mutex);
+	*attr = qp->attr;
+	attr->qp_state = qp->state;
+	attr->cur_qp_state = qp->state;
+	attr->sq_draining = qp->state == IB_QPS_SQD &&
+			    qp->req.cur != qp->sq.kidx;
+	attr->cap.max_send_wr = qp->sq.num_entries;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.num_entries;
+	attr->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
+	mutex_unlock(&qp->mutex);
+
+	memset(init, 0, sizeof(*init));
+	init->qp_type = ibqp->qp_type;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = attr->cap;
+	init->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR :
+					     IB_SIGNAL_REQ_WR;
+	return 0;
+}
+
+/**
+ * vrdma_destroy_qp() - destroy a QP, with traffic in flight or not
+ * @ibqp: the QP
+ * @udata: unused
+ *
+ * No new packet can find the QP once it is out of the table; we wait for
+ * those that did, stop the task and the timer, and only then free.  No
+ * completions are generated.
+ *
+ * Return: 0
+ */
+int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct vrdma_dev *vdev = qp->vdev;
+
+	mutex_lock(&qp->mutex);
+	WRITE_ONCE(qp->destroyed, true);
+	mutex_unlock(&qp->mutex);
+
+	xa_erase(&vdev->qp_xa, ibqp->qp_num);
+	vrdma_qp_put(qp);
+	wait_for_completion(&qp->done);
+
+	del_timer_sync(&qp->rnr_timer);
+	cancel_work_sync(&qp->task);
+	skb_queue_purge(&qp->rx);
+
+	if (qp->av.sgid_attr)
+		rdma_put_gid_attr(qp->av.sgid_attr);
+	vrdma_qp_free_queues(qp);
+	atomic_dec(&vdev->num_qp);
+	return 0;
+}
+
+/**
+ * vrdma_post_send() - the doorbell of a user QP's send queue
+ * @ibqp: the QP
+ * @wr: NULL: the WQEs are in the SQ ring already
+ * @bad_wr: set to @wr on error
+ *
+ * Return: 0, -EINVAL for work requests passed the kernel way (kernel QPs
+ * are not supported yet) or a QP that may not send.
+ */
+int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	enum ib_qp_state state = READ_ONCE(qp->state);
+
+	if (wr || state == IB_QPS_RESET || state == IB_QPS_INIT ||
+	    state == IB_QPS_RTR) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	vrdma_qp_schedule(qp);
+	return 0;
+}
+
+/**
+ * vrdma_qp_init() - set up what all QPs share
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int vrdma_qp_init(void)
+{
+	/* Unbound: a QP's task runs wherever a CPU is free. */
+	vrdma_wq = alloc_workqueue("vrdma", WQ_UNBOUND | WQ_HIGHPRI |
+				   WQ_MEM_RECLAIM, 0);
+	return vrdma_wq ? 0 : -ENOMEM;
+}
+
+void vrdma_qp_exit(void)
+{
+	destroy_workqueue(vrdma_wq);
+}

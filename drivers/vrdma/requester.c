@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The requester: where a send WQE becomes packets.
+ *
+ * It runs in the QP's task.  First it copies the WQEs the process has
+ * posted out of the SQ ring and checks them (opcode, flags, SGE count,
+ * inline length, every lkey).  Then, for the WQE being sent, it cuts the
+ * message into path-MTU sized packets -- FIRST, MIDDLE..., LAST, or ONLY if
+ * it fits in one -- numbers them with consecutive 24-bit PSNs, gathers the
+ * payload from the SGEs (or the inline data), and sends them.  An RDMA READ
+ * is a single request packet that reserves one PSN per response packet.
+ *
+ * At most VRDMA_WINDOW packets are unacknowledged at a time; the completer
+ * moves the window as ACKs arrive and completes the WQEs.
+ */
+#include "vrdma.h"
+#include "pkt.h"
+
+/* The IB_WC_* opcode of a completed send WQE. */
+static u8 vrdma_wc_opcode(u8 wr_opcode)
+{
+	switch (wr_opcode) {
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_UVERBS_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	case IB_UVERBS_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case IB_UVERBS_WR_BIND_MW:
+		return IB_WC_BIND_MW;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/**
+ * vrdma_complete_swqe() - complete the oldest send WQE and return its slot
+ * @qp: the QP, mutex held
+ * @swqe: qp->swqe of sq.kidx
+ * @status: IB_WC_* status
+ *
+ * A CQE is written if the WQE was signaled or failed.  A CQ overflow puts
+ * the QP in error.
+ */
+void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+			 u8 status)
+{
+	struct vrdma_send_wqe *wqe = swqe->wqe;
+
+	swqe->state = VRDMA_SWQE_DONE;
+	if (qp->sq_sig_all || (wqe->flags & VRDMA_SEND_SIGNALED) ||
+	    status != IB_WC_SUCCESS) {
+		struct vrdma_cqe cqe = {
+			.wr_id = wqe->wr_id,
+			.status = status,
+			.opcode = vrdma_wc_opcode(wqe->opcode),
+			.byte_len = swqe->length,
+			.qp_num = qp->ibqp.qp_num,
+		};
+
+		if (vrdma_cq_post(qp->scq, &cqe, false))
+			status = IB_WC_GENERAL_ERR;
+	}
+	vrdma_queue_consume(&qp->sq, 1);
+	if (status != IB_WC_SUCCESS && qp->state != IB_QPS_ERR)
+		vrdma_qp_error(qp, status == IB_WC_GENERAL_ERR ?
+				   IB_EVENT_QP_FATAL : 0);
+}
+
+/**
+ * vrdma_flush_sq() - complete every WQE not completed with a flush error
+ * @qp: the QP, mutex held, in the error state
+ *
+ * Includes WQEs posted but not yet copied out of the ring: only their
+ * wr_id and opcode are read from there.
+ */
+void vrdma_flush_sq(struct vrdma_qp *qp)
+{
+	struct vrdma_queue *q = &qp->sq;
+	/* Pairs with the provider's store-release of prod. */
+	u32 prod = smp_load_acquire(&q->ring->prod);
+
+	/* A garbage producer index: flush what we know of. */
+	if (prod - q->kidx > q->num_entries)
+		prod = qp->req.fetch;
+
+	while (q->kidx != prod) {
+		struct vrdma_swqe *swqe = &qp->swqe[q->kidx & q->mask];
+		struct vrdma_cqe cqe = {
+			.status = IB_WC_WR_FLUSH_ERR,
+			.qp_num = qp->ibqp.qp_num,
+		};
+
+		/* Copied out already, or still only in the ring? */
+		if ((s32)(q->kidx - qp->req.fetch) < 0) {
+			cqe.wr_id = swqe->wqe->wr_id;
+			cqe.opcode = vrdma_wc_opcode(swqe->wqe->opcode);
+		} else {
+			struct vrdma_send_wqe *w = vrdma_queue_slot(q, q->kidx);
+
+			cqe.wr_id = READ_ONCE(w->wr_id);
+			cqe.opcode = vrdma_wc_opcode(READ_ONCE(w->opcode));
+		}
+		vrdma_cq_post(qp->scq, &cqe, false);
+		vrdma_queue_consume(q, 1);
+	}
+	qp->req.fetch = q->kidx;
+	qp->req.cur = q->kidx;
+	qp->req.offset = 0;
+}
+
+/*
+ * Check a WQE copied out of the ring.  Returns IB_WC_SUCCESS or the status
+ * the WQE will complete with; its length is set either way.
+ */
+static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
+{
+	struct vrdma_send_wqe *wqe = swqe->wqe;
+	u32 total = 0;
+	int access = 0;
+	int ret;
+
+	swqe->length = 0;
+	switch (wqe->opcode) {
+	case IB_UVERBS_WR_SEND:
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	case IB_UVERBS_WR_RDMA_READ:
+		if (wqe->flags & VRDMA_SEND_INLINE)
+			return IB_WC_LOC_QP_OP_ERR;
+		access = IB_ACCESS_LOCAL_WRITE;
+		break;
+	default:
+		return IB_WC_LOC_QP_OP_ERR;
+	}
+	if (wqe->flags & ~(VRDMA_SEND_FENCE | VRDMA_SEND_SIGNALED |
+			   VRDMA_SEND_SOLICITED | VRDMA_SEND_INLINE))
+		return IB_WC_LOC_QP_OP_ERR;
+
+	if (wqe->flags & VRDMA_SEND_INLINE) {
+		if (wqe->inline_len > qp->max_inline)
+			return IB_WC_LOC_LEN_ERR;
+		swqe->length = wqe->inline_len;
+		return IB_WC_SUCCESS;
+	}
+	if (wqe->num_sge > qp->max_send_sge)
+		return IB_WC_LOC_LEN_ERR;
+	ret = vrdma_sgl_check(qp->vdev, qp->pd, wqe->sge, wqe->num_sge,
+			      access, &total);
+	swqe->length = total;
+	if (ret == -EINVAL)
+		return IB_WC_LOC_LEN_ERR;
+	return ret ? IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS;
+}
+
+/*
+ * Copy newly posted WQEs out of the ring.  Returns false if the ring's
+ * producer index is garbage; the QP is then in error.
+ */
+static bool vrdma_fetch_swqes(struct vrdma_qp *qp)
+{
+	struct vrdma_queue *q = &qp->sq;
+	/* Pairs with the provider's store-release: the WQEs are visible. */
+	u32 prod = smp_load_acquire(&q->ring->prod);
+
+	if (prod - q->kidx > q->num_entries) {
+		vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
+		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+		return false;
+	}
+	while (qp->req.fetch != prod) {
+		struct vrdma_swqe *swqe = &qp->swqe[qp->req.fetch & q->mask];
+
+		memcpy(swqe->wqe, vrdma_queue_slot(q, qp->req.fetch),
+		       q->entry_size);
+		swqe->state = VRDMA_SWQE_NEW;
+		swqe->read_done = 0;
+		swqe->status = vrdma_check_swqe(qp, swqe);
+		if (swqe->status != IB_WC_SUCCESS)
+			vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
+		qp->req.fetch++;
+	}
+	return true;
+}
+
+/* The BTH opcode of the packet of @wqe that starts at @offset. */
+static u8 vrdma_req_opcode(struct vrdma_send_wqe *wqe, bool first, bool last)
+{
+	switch (wqe->opcode) {
+	case IB_UVERBS_WR_SEND:
+		if (first)
+			return last ? IB_OPCODE_RC_SEND_ONLY :
+				      IB_OPCODE_RC_SEND_FIRST;
+		return last ? IB_OPCODE_RC_SEND_LAST : IB_OPCODE_RC_SEND_MIDDLE;
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+		if (first)
+			return last ? IB_OPCODE_RC_SEND_ONLY_WITH_IMMEDIATE :
+				      IB_OPCODE_RC_SEND_FIRST;
+		return last ? IB_OPCODE_RC_SEND_LAST_WITH_IMMEDIATE :
+			      IB_OPCODE_RC_SEND_MIDDLE;
+	case IB_UVERBS_WR_RDMA_WRITE:
+		if (first)
+			return last ? IB_OPCODE_RC_RDMA_WRITE_ONLY :
+				      IB_OPCODE_RC_RDMA_WRITE_FIRST;
+		return last ? IB_OPCODE_RC_RDMA_WRITE_LAST :
+			      IB_OPCODE_RC_RDMA_WRITE_MIDDLE;
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		if (first)
+			return last ?
+				IB_OPCODE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE :
+				IB_OPCODE_RC_RDMA_WRITE_FIRST;
+		return last ? IB_OPCODE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE :
+			      IB_OPCODE_RC_RDMA_WRITE_MIDDLE;
+	default:
+		return IB_OPCODE_RC_RDMA_READ_REQUEST;
+	}
+}
+
+/*
+ * Build and send the next packet of @swqe.  Returns 0, or a negative errno
+ * when no packet could be built (the caller retries later).
+ */
+static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
+{
+	struct vrdma_send_wqe *wqe = swqe->wqe;
+	u32 offset = qp->req.offset;
+	bool first = offset == 0;
+	bool is_read = wqe->opcode == IB_UVERBS_WR_RDMA_READ;
+	u32 paylen = is_read ? 0 : min(swqe->length - offset, qp->mtu);
+	bool last = is_read || offset + paylen == swqe->length;
+	u32 psn = qp->req.psn, npsn = 1;
+	struct sk_buff *skb;
+	struct vrdma_pkt *pkt;
+	bool ack_req;
+	int ret;
+
+	skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
+			      vrdma_req_opcode(wqe, first, last), paylen);
+	if (!skb)
+		return -ENOMEM;
+	pkt = vrdma_pkt(skb);
+
+	if (pkt->mask & VRDMA_OPF_RETH) {
+		struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
+
+		reth->va = cpu_to_be64(wqe->rdma.remote_addr);
+		reth->rkey = cpu_to_be32(wqe->rdma.rkey);
+		reth->len = cpu_to_be32(swqe->length);
+	}
+	if (pkt->mask & VRDMA_OPF_IMMDT) {
+		struct vrdma_immdt *immdt = vrdma_ext(skb, VRDMA_OPF_IMMDT);
+
+		immdt->imm = wqe->ex.imm_data;
+	}
+	if (paylen) {
+		if (wqe->flags & VRDMA_SEND_INLINE) {
+			memcpy(vrdma_payload(skb),
+			       (u8 *)wqe->sge + offset, paylen);
+		} else {
+			ret = vrdma_sgl_copy(qp->vdev, qp->pd, wqe->sge,
+					     wqe->num_sge, offset,
+					     vrdma_payload(skb), paylen, false);
+			if (ret) {
+				/* An MR went away after the WQE was checked. */
+				kfree_skb(skb);
+				swqe->status = IB_WC_LOC_PROT_ERR;
+				return 0;
+			}
+		}
+	}
+
+	if (is_read)
+		npsn = max(1U, DIV_ROUND_UP(swqe->length, qp->mtu));
+	ack_req = last || vrdma_psn_diff(psn, qp->req.una) % VRDMA_ACK_EVERY ==
+			  VRDMA_ACK_EVERY - 1;
+	vrdma_bth_init(skb, qp->attr.dest_qp_num, psn,
+		       last && (wqe->flags & VRDMA_SEND_SOLICITED), ack_req);
+
+	if (first) {
+		swqe->first_psn = psn;
+		swqe->state = VRDMA_SWQE_SENDING;
+	}
+	qp->req.psn = vrdma_psn_add(psn, npsn);
+	qp->req.offset += paylen;
+	if (last) {
+		swqe->last_psn = vrdma_psn_add(psn, npsn - 1);
+		swqe->state = VRDMA_SWQE_SENT;
+		qp->req.cur++;
+		qp->req.offset = 0;
+	}
+	vrdma_pkt_send(qp->vdev, &qp->av, skb);
+	return 0;
+}
+
+/* Is there an RDMA READ not completed before @idx? (for the fence flag) */
+static bool vrdma_reads_pending(struct vrdma_qp *qp, u32 idx)
+{
+	u32 i;
+
+	for (i = qp->sq.kidx; i != idx; i++)
+		if (qp->swqe[i & qp->sq.mask].wqe->opcode ==
+		    IB_UVERBS_WR_RDMA_READ)
+			return true;
+	return false;
+}
+
+/**
+ * vrdma_requester() - send what the SQ holds, within the window
+ * @qp: the QP, mutex held
+ */
+void vrdma_requester(struct vrdma_qp *qp)
+{
+	if (qp->state == IB_QPS_ERR) {
+		vrdma_flush_sq(qp);
+		return;
+	}
+	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)
+		return;
+	if (!vrdma_fetch_swqes(qp))
+		return;
+
+	while (qp->req.cur != qp->req.fetch && !qp->req.rnr_wait) {
+		struct vrdma_swqe *swqe = &qp->swqe[qp->req.cur & qp->sq.mask];
+
+		if (swqe->state == VRDMA_SWQE_NEW) {
+			/* SQD: finish messages begun, start no new one. */
+			if (qp->state == IB_QPS_SQD)
+				break;
+			/* A bad WQE completes in order, after the others. */
+			if (swqe->status != IB_WC_SUCCESS) {
+				if (qp->sq.kidx != qp->req.cur)
+					break;
+				qp->req.cur++;
+				vrdma_complete_swqe(qp, swqe, swqe->status);
+				return;
+			}
+			if ((swqe->wqe->flags & VRDMA_SEND_FENCE) &&
+			    vrdma_reads_pending(qp, qp->req.cur))
+				break;
+		}
+		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >= VRDMA_WINDOW)
+			break;
+		if (vrdma_send_packet(qp, swqe)) {
+			/* Out of memory: try again on the next run. */
+			vrdma_qp_schedule(qp);
+			break;
+		}
+		if (swqe->status != IB_WC_SUCCESS) {
+			/* Failed midway: complete it once it is the oldest. */
+			if (qp->sq.kidx != qp->req.cur)
+				break;
+			qp->req.cur++;
+			qp->req.offset = 0;
+			vrdma_complete_swqe(qp, swqe, swqe->status);
+			return;
+		}
+	}
+
+	if (qp->state == IB_QPS_SQD && qp->req.sqd_event &&
+	    qp->sq.kidx == qp->req.cur) {
+		struct ib_event ev = {
+			.device = qp->ibqp.device,
+			.element.qp = &qp->ibqp,
+			.event = IB_EVENT_SQ_DRAINED,
+		};
+
+		qp->req.sqd_event = false;
+		if (qp->ibqp.event_handler)
+			qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+	}
+}

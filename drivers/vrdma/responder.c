@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The responder: request packets are checked, executed and acknowledged.
+ *
+ * For each request it checks, in this order, the PSN (the next expected
+ * one, an old one -- a duplicate -- or a gap), the opcode sequence (a
+ * SEND_MIDDLE must follow a SEND_FIRST...), the QP's remote access flags,
+ * and the lengths; then it executes it:
+ *
+ *   SEND        payload goes into the buffers of the next receive WQE;
+ *               the last packet writes a receive CQE
+ *   RDMA WRITE  the RETH's rkey, address and length must be granted by an
+ *               MR of the QP's PD; payload goes there
+ *   RDMA READ   the same check, then response packets carry the data back
+ *
+ * and, when the requester asked (AckReq), sends an ACK.  Errors are NAKed:
+ * a PSN gap with a sequence error NAK, a missing receive WQE with an RNR
+ * NAK, and invalid requests, access violations and local errors with a NAK
+ * that also puts this QP in error.
+ */
+#include "vrdma.h"
+#include "pkt.h"
+
+/* Send an ACK (syndrome VRDMA_SYN_ACK) or NAK for @psn. */
+static void vrdma_send_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
+{
+	struct vrdma_aeth *aeth;
+	struct sk_buff *skb;
+
+	skb = vrdma_pkt_alloc(qp->vdev, &qp->av, IB_OPCODE_RC_ACKNOWLEDGE, 0);
+	if (!skb)
+		return;	/* the requester's retry covers a lost ACK */
+	aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
+	aeth->smsn = cpu_to_be32((u32)syndrome << VRDMA_AETH_SYN_SHIFT |
+				 (qp->resp.msn & VRDMA_AETH_MSN_MASK));
+	vrdma_bth_init(skb, qp->attr.dest_qp_num, psn, false, false);
+	if ((syndrome & VRDMA_SYN_TYPE_MASK) == VRDMA_SYN_NAK)
+		vrdma_count(qp->vdev, VRDMA_CNT_NAK_SENT);
+	else if ((syndrome & VRDMA_SYN_TYPE_MASK) == VRDMA_SYN_RNR_NAK)
+		vrdma_count(qp->vdev, VRDMA_CNT_RNR_NAK_SENT);
+	vrdma_pkt_send(qp->vdev, &qp->av, skb);
+}
+
+/* NAK a fatal error of request @psn and put the QP in error. */
+static void vrdma_resp_fatal(struct vrdma_qp *qp, u32 psn, u8 nak,
+			     enum ib_event_type event)
+{
+	vrdma_send_ack(qp, psn, VRDMA_SYN_NAK | nak);
+	vrdma_qp_error(qp, event);
+}
+
+/* Write the receive CQE of the current receive WQE and release it. */
+static void vrdma_complete_rwqe(struct vrdma_qp *qp, struct sk_buff *skb,
+				u8 status, u32 byte_len)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_cqe cqe = {
+		.wr_id = qp->rwqe.wqe->wr_id,
+		.status = status,
+		.opcode = (pkt->mask & VRDMA_OPF_WRITE) ?
+			  IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV,
+		.byte_len = byte_len,
+		.qp_num = qp->ibqp.qp_num,
+		.src_qp = qp->attr.dest_qp_num,
+	};
+
+	if (status == IB_WC_SUCCESS && (pkt->mask & VRDMA_OPF_IMMDT)) {
+		struct vrdma_immdt *immdt = vrdma_ext(skb, VRDMA_OPF_IMMDT);
+
+		cqe.ex.imm_data = immdt->imm;
+		cqe.wc_flags |= VRDMA_WC_WITH_IMM;
+	}
+	qp->rwqe.valid = false;
+	if (vrdma_cq_post(qp->rcq, &cqe, pkt->se))
+		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+}
+
+/**
+ * vrdma_flush_rq() - complete every posted receive WQE with a flush error
+ * @qp: the QP, mutex held, in the error state
+ */
+void vrdma_flush_rq(struct vrdma_qp *qp)
+{
+	struct vrdma_queue *q = &qp->rq;
+	struct vrdma_cqe cqe = {
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = IB_WC_RECV,
+		.qp_num = qp->ibqp.qp_num,
+	};
+	u32 count;
+
+	if (qp->srq)
+		return;
+	if (qp->rwqe.valid) {
+		cqe.wr_id = qp->rwqe.wqe->wr_id;
+		qp->rwqe.valid = false;
+		vrdma_cq_post(qp->rcq, &cqe, false);
+	}
+	if (vrdma_queue_count(q, &count))
+		count = 0;	/* garbage index: nothing can be trusted */
+	while (count--) {
+		struct vrdma_recv_wqe *w = vrdma_queue_slot(q, q->kidx);
+
+		cqe.wr_id = READ_ONCE(w->wr_id);
+		vrdma_cq_post(qp->rcq, &cqe, false);
+		vrdma_queue_consume(q, 1);
+	}
+}
+
+/*
+ * Is this opcode allowed after the previous one?  Inside a multi-packet
+ * SEND or WRITE only its MIDDLE and LAST packets may come.
+ */
+static bool vrdma_opcode_in_sequence(u8 prev, u32 mask)
+{
+	u32 prev_mask = vrdma_opcode[prev].mask;
+	bool in_msg = (prev_mask & (VRDMA_OPF_FIRST | VRDMA_OPF_MIDDLE)) &&
+		      !(prev_mask & VRDMA_OPF_LAST) &&
+		      (prev_mask & (VRDMA_OPF_SEND | VRDMA_OPF_WRITE));
+
+	if (!in_msg)
+		return !!(mask & VRDMA_OPF_FIRST);
+	if (mask & VRDMA_OPF_FIRST)
+		return false;
+	return (prev_mask & (VRDMA_OPF_SEND | VRDMA_OPF_WRITE)) ==
+	       (mask & (VRDMA_OPF_SEND | VRDMA_OPF_WRITE));
+}
+
+/* Payload lengths: full MTU except in the last packet of a message. */
+static bool vrdma_length_ok(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
+{
+	if (pkt->mask & VRDMA_OPF_LAST)
+		return pkt->paylen <= qp->mtu;
+	return pkt->paylen == qp->mtu;
+}
+
+/* A SEND packet: place it into the receive WQE. */
+static void vrdma_exec_send(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_rwqe *rw = &qp->rwqe;
+	int ret;
+
+	if (pkt->paylen > rw->length - rw->offset) {
+		/* Receive buffer too small. */
+		vrdma_complete_rwqe(qp, skb, IB_WC_LOC_LEN_ERR, 0);
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ, 0);
+		return;
+	}
+	ret = vrdma_sgl_copy_from_skb(qp->vdev, qp->pd, rw->wqe->sge,
+				      rw->wqe->num_sge, rw->offset, skb,
+				      pkt->hdr_len, pkt->paylen);
+	if (ret) {
+		vrdma_complete_rwqe(qp, skb, IB_WC_LOC_PROT_ERR, 0);
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_OP_ERR, 0);
+		return;
+	}
+	rw->offset += pkt->paylen;
+	if (pkt->mask & VRDMA_OPF_LAST)
+		vrdma_complete_rwqe(qp, skb, IB_WC_SUCCESS, rw->offset);
+}
+
+/* An RDMA WRITE packet: the first one carries the RETH to check. */
+static void vrdma_exec_write(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_resp *resp = &qp->resp;
+	struct vrdma_mr *mr = NULL;
+	int ret = 0;
+
+	if (pkt->mask & VRDMA_OPF_FIRST) {
+		struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
+
+		resp->va = be64_to_cpu(reth->va);
+		resp->rkey = be32_to_cpu(reth->rkey);
+		resp->resid = be32_to_cpu(reth->len);
+		resp->length = resp->resid;
+		if (resp->resid > (1U << 31) ||
+		    ((pkt->mask & VRDMA_OPF_LAST) &&
+		     pkt->paylen != resp->resid)) {
+			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+					 IB_EVENT_QP_REQ_ERR);
+			return;
+		}
+	}
+	if (pkt->paylen > resp->resid ||
+	    ((pkt->mask & VRDMA_OPF_LAST) && pkt->paylen != resp->resid)) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return;
+	}
+	/* Zero-length writes touch no memory and need no valid rkey. */
+	if (resp->length) {
+		mr = vrdma_mr_get(qp->vdev, resp->rkey);
+		ret = mr ? vrdma_mr_check(mr, qp->pd, resp->rkey, resp->va,
+					  (pkt->mask & VRDMA_OPF_FIRST) ?
+					  resp->resid : pkt->paylen,
+					  IB_ACCESS_REMOTE_WRITE) : -EACCES;
+		if (ret) {
+			if (mr)
+				vrdma_mr_put(mr);
+			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
+					 IB_EVENT_QP_ACCESS_ERR);
+			return;
+		}
+		if (pkt->paylen)
+			ret = vrdma_mr_copy_from_skb(mr, resp->va, skb,
+						     pkt->hdr_len,
+						     pkt->paylen);
+		vrdma_mr_put(mr);
+		if (ret) {
+			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_OP_ERR,
+					 IB_EVENT_QP_FATAL);
+			return;
+		}
+	}
+	resp->va += pkt->paylen;
+	resp->resid -= pkt->paylen;
+
+	if ((pkt->mask & VRDMA_OPF_LAST) && (pkt->mask & VRDMA_OPF_IMMDT))
+		vrdma_complete_rwqe(qp, skb, IB_WC_SUCCESS, resp->length);
+}
+
+/* An RDMA READ request: check it, then answer it in bursts. */
+static void vrdma_exec_read(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
+	struct vrdma_resp *resp = &qp->resp;
+	u32 len = be32_to_cpu(reth->len);
+	u64 va = be64_to_cpu(reth->va);
+	u32 rkey = be32_to_cpu(reth->rkey);
+
+	if (len > (1U << 31)) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if (len) {
+		struct vrdma_mr *mr = vrdma_mr_get(qp->vdev, rkey);
+		int ret = mr ? vrdma_mr_check(mr, qp->pd, rkey, va, len,
+					      IB_ACCESS_REMOTE_READ) : -EACCES;
+
+		if (mr)
+			vrdma_mr_put(mr);
+		if (ret) {
+			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
+					 IB_EVENT_QP_ACCESS_ERR);
+			return;
+		}
+	}
+	resp->read_va = va;
+	resp->read_rkey = rkey;
+	resp->read_resid = len;
+	resp->read_psn = pkt->psn;
+	resp->read_first = true;
+	resp->read_active = true;
+}
+
+/* The opcode of the next read response packet. */
+static u8 vrdma_read_resp_opcode(bool first, bool last)
+{
+	if (first)
+		return last ? IB_OPCODE_RC_RDMA_READ_RESPONSE_ONLY :
+			      IB_OPCODE_RC_RDMA_READ_RESPONSE_FIRST;
+	return last ? IB_OPCODE_RC_RDMA_READ_RESPONSE_LAST :
+		      IB_OPCODE_RC_RDMA_READ_RESPONSE_MIDDLE;
+}
+
+/**
+ * vrdma_responder_reads() - send the next read response packets
+ * @qp: the QP, mutex held
+ * @burst: at most this many
+ *
+ * The task answers a large READ VRDMA_READ_BURST packets per run, so one QP
+ * cannot monopolise a CPU.  The MR is looked up and checked again for every
+ * packet: it may be deregistered meanwhile.
+ *
+ * Return: true if response packets remain to be sent.
+ */
+bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
+{
+	struct vrdma_resp *resp = &qp->resp;
+
+	while (resp->read_active && burst--) {
+		u32 paylen = min(resp->read_resid, qp->mtu);
+		bool last = paylen == resp->read_resid;
+		struct vrdma_mr *mr = NULL;
+		struct sk_buff *skb;
+		int ret = 0;
+
+		if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_RTR &&
+		    qp->state != IB_QPS_SQD) {
+			resp->read_active = false;
+			break;
+		}
+		skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
+				      vrdma_read_resp_opcode(resp->read_first,
+							     last), paylen);
+		if (!skb)
+			return true;
+		if (paylen) {
+			mr = vrdma_mr_get(qp->vdev, resp->read_rkey);
+			ret = mr ? vrdma_mr_check(mr, qp->pd, resp->read_rkey,
+						  resp->read_va, paylen,
+						  IB_ACCESS_REMOTE_READ) :
+				   -EACCES;
+			if (!ret)
+				ret = vrdma_mr_copy(mr, resp->read_va,
+						    vrdma_payload(skb), paylen,
+						    false);
+			if (mr)
+				vrdma_mr_put(mr);
+		}
+		if (ret) {
+			kfree_skb(skb);
+			resp->read_active = false;
+			vrdma_resp_fatal(qp, resp->read_psn,
+					 VRDMA_NAK_REM_ACCESS,
+					 IB_EVENT_QP_ACCESS_ERR);
+			break;
+		}
+		if (vrdma_pkt(skb)->mask & VRDMA_OPF_AETH) {
+			struct vrdma_aeth *aeth = vrdma_ext(skb,
+							    VRDMA_OPF_AETH);
+
+			aeth->smsn = cpu_to_be32((u32)(VRDMA_SYN_ACK |
+						       VRDMA_AETH_NO_CREDIT) <<
+						 VRDMA_AETH_SYN_SHIFT |
+						 (resp->msn &
+						  VRDMA_AETH_MSN_MASK));
+		}
+		vrdma_bth_init(skb, qp->attr.dest_qp_num, resp->read_psn,
+			       false, false);
+		vrdma_pkt_send(qp->vdev, &qp->av, skb);
+
+		resp->read_first = false;
+		resp->read_va += paylen;
+		resp->read_resid -= paylen;
+		resp->read_psn = vrdma_psn_add(resp->read_psn, 1);
+		if (last)
+			resp->read_active = false;
+	}
+	return resp->read_active;
+}
+
+/*
+ * A request with a PSN before the expected one was executed already: its
+ * ACK was lost or is late.  SENDs and WRITEs are acknowledged again (never
+ * executed twice); a READ is answered again, which is harmless.
+ */
+static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+
+	vrdma_count(qp->vdev, VRDMA_CNT_DUP_REQ);
+	if (pkt->mask & VRDMA_OPF_READ) {
+		/* Unless still answering it, answer it again. */
+		if (!qp->resp.read_active)
+			vrdma_exec_read(qp, skb);
+		return;
+	}
+	if (pkt->ack_req || (pkt->mask & VRDMA_OPF_LAST))
+		vrdma_send_ack(qp, vrdma_psn_add(qp->resp.psn, -1),
+			       VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT);
+}
+
+/**
+ * vrdma_responder() - handle one request packet
+ * @qp: the QP, mutex held
+ * @skb: the request (consumed)
+ */
+void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_resp *resp = &qp->resp;
+	int diff;
+
+	if ((qp->state != IB_QPS_RTR && qp->state != IB_QPS_RTS &&
+	     qp->state != IB_QPS_SQD) || !(pkt->mask & VRDMA_OPF_RC) ||
+	    !(pkt->mask & VRDMA_OPF_REQ) ||
+	    (pkt->mask & VRDMA_OPF_ATOMIC)) {
+		kfree_skb(skb);
+		return;
+	}
+
+	diff = vrdma_psn_diff(pkt->psn, resp->psn);
+	if (diff < 0) {
+		vrdma_duplicate(qp, skb);
+		goto out;
+	}
+	if (diff > 0) {
+		/* A gap: packets were lost.  NAK once, drop until resent. */
+		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+		if (!resp->nak_sent) {
+			resp->nak_sent = true;
+			vrdma_send_ack(qp, resp->psn,
+				       VRDMA_SYN_NAK | VRDMA_NAK_PSN_SEQ_ERR);
+		}
+		goto out;
+	}
+	resp->nak_sent = false;
+
+	/*
+	 * Requests are executed in order: finish answering a READ first.  If
+	 * even that fails (no memory), drop; the requester will resend.
+	 */
+	if (resp->read_active && vrdma_responder_reads(qp, INT_MAX)) {
+		vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
+		goto out;
+	}
+
+	if (!vrdma_opcode_in_sequence(resp->opcode, pkt->mask) ||
+	    ((pkt->mask & (VRDMA_OPF_SEND | VRDMA_OPF_WRITE)) &&
+	     !vrdma_length_ok(qp, pkt))) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		goto out;
+	}
+	if (((pkt->mask & VRDMA_OPF_WRITE) &&
+	     !(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE)) ||
+	    ((pkt->mask & VRDMA_OPF_READ) &&
+	     !(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
+				 IB_EVENT_QP_ACCESS_ERR);
+		goto out;
+	}
+
+	/*
+	 * Messages that consume a receive WQE need one before anything is
+	 * done: without, the requester is told to retry later (RNR).
+	 */
+	if (((pkt->mask & VRDMA_OPF_SEND) && (pkt->mask & VRDMA_OPF_FIRST)) ||
+	    ((pkt->mask & VRDMA_OPF_WRITE) && (pkt->mask & VRDMA_OPF_IMMDT))) {
+		if (!qp->rwqe.valid && !vrdma_take_rwqe(qp)) {
+			if (qp->state != IB_QPS_ERR)
+				vrdma_send_ack(qp, pkt->psn,
+					       VRDMA_SYN_RNR_NAK |
+					       qp->attr.min_rnr_timer);
+			goto out;
+		}
+	}
+
+	if (pkt->mask & VRDMA_OPF_SEND)
+		vrdma_exec_send(qp, skb);
+	else if (pkt->mask & VRDMA_OPF_WRITE)
+		vrdma_exec_write(qp, skb);
+	else
+		vrdma_exec_read(qp, skb);
+	if (qp->state == IB_QPS_ERR)
+		goto out;
+
+	resp->opcode = pkt->opcode;
+	if (pkt->mask & VRDMA_OPF_READ) {
+		u32 len = be32_to_cpu(((struct vrdma_reth *)
+				       vrdma_ext(skb, VRDMA_OPF_RETH))->len);
+
+		resp->psn = vrdma_psn_add(resp->psn,
+					  max(1U, DIV_ROUND_UP(len, qp->mtu)));
+		resp->msn++;
+		goto out;
+	}
+	resp->psn = vrdma_psn_add(resp->psn, 1);
+	if (pkt->mask & VRDMA_OPF_LAST)
+		resp->msn++;
+	if (pkt->ack_req)
+		vrdma_send_ack(qp, pkt->psn,
+			       VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT);
+out:
+	consume_skb(skb);
+}

@@ -27,6 +27,8 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	attr->hw_ver = 0;
 	attr->max_qp = VRDMA_MAX_QP;
 	attr->max_qp_wr = VRDMA_MAX_QP_WR;
+	/* "rdma link delete" may remove the device. */
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_CHANGE_PHY_PORT;

@@ -42,19 +42,24 @@ static struct ibv_context *open_by_name(const char *name)
 	return ctx;
 }
 
-/* Wait up to @ms for an async event on @ctx; 0 if none came. */
+/*
+ * Wait up to @ms for an async event on @ctx; 0 if none came.  GID table
+ * changes come and go with addresses and link state: they are skipped.
+ */
 static enum ibv_event_type wait_async(struct ibv_context *ctx, int ms)
 {
 	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
 	struct ibv_async_event ev;
 	enum ibv_event_type type;
 
-	if (poll(&pfd, 1, ms) != 1)
-		return 0;
-	if (ibv_get_async_event(ctx, &ev))
-		return 0;
-	type = ev.event_type;
-	ibv_ack_async_event(&ev);
+	do {
+		if (poll(&pfd, 1, ms) != 1)
+			return 0;
+		if (ibv_get_async_event(ctx, &ev))
+			return 0;
+		type = ev.event_type;
+		ibv_ack_async_event(&ev);
+	} while (type == IBV_EVENT_GID_CHANGE);
 	return type;
 }
 

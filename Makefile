@@ -35,6 +35,7 @@ provider:
 
 selftests: all
 	$(MAKE) -C $(SELFTESTS)
+	$(MAKE) -C $(PROVIDER) build/ring_test build/fake_kernel_test
 
 install: all
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) \

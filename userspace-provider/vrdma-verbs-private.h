@@ -155,7 +155,7 @@ verbs_get_device(const struct ibv_device *dev)
 }
 
 /* ------------------------------------------------------------------------
- * Objects that embed a public verbs object (used by the next slices).
+ * Objects that embed a public verbs object.
  */
 struct verbs_xrcd;
 
@@ -404,6 +404,7 @@ VRDMA_DECLARE_CMD(ibv_query_port, ib_uverbs_query_port);
 VRDMA_DECLARE_CMD(ibv_query_qp, ib_uverbs_query_qp);
 VRDMA_DECLARE_CMD(ibv_query_srq, ib_uverbs_query_srq);
 VRDMA_DECLARE_CMD(ibv_reg_mr, ib_uverbs_reg_mr);
+VRDMA_DECLARE_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr);
 VRDMA_DECLARE_CMD(ibv_resize_cq, ib_uverbs_resize_cq);
 
 /*
@@ -459,11 +460,15 @@ int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
 		     struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
 int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
 
-/* Not used yet: for the CQ, QP, SRQ, MR and AH slices. */
 int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   uint64_t hca_va, int access, struct verbs_mr *vmr,
 		   struct ibv_reg_mr *cmd, size_t cmd_size,
 		   struct ib_uverbs_reg_mr_resp *resp, size_t resp_size);
+int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
+		     size_t length, uint64_t hca_va, int access,
+		     struct ibv_pd *pd, struct ibv_rereg_mr *cmd,
+		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
+		     size_t resp_sz);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
 int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_comp_channel *channel, int comp_vector,
@@ -502,6 +507,16 @@ int ibv_cmd_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		      int attr_mask, struct ibv_modify_qp *cmd,
 		      size_t cmd_size);
 int ibv_cmd_destroy_qp(struct ibv_qp *qp);
+/*
+ * Copies the list into one POST_SEND command.  With wr == NULL it sends
+ * wr_count 0, which uverbs passes on to the driver's post_send as a NULL
+ * list: vrdma's SQ doorbell.  *bad_wr is written on failure (to wr).
+ */
+int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		      struct ibv_send_wr **bad_wr);
+/* The same for POST_RECV: vrdma's RQ doorbell. */
+int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
 int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);

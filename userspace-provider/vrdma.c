@@ -29,10 +29,32 @@ static void vrdma_free_context(struct ibv_context *ibctx);
 /* Ops left NULL fail with EOPNOTSUPP (libibverbs' defaults). */
 static const struct verbs_context_ops vrdma_ctx_ops = {
 	.alloc_pd = vrdma_alloc_pd,
+	.create_ah = vrdma_create_ah,
+	.create_cq = vrdma_create_cq,
+	.create_qp = vrdma_create_qp,
+	.create_qp_ex = vrdma_create_qp_ex,
+	.create_srq = vrdma_create_srq,
 	.dealloc_pd = vrdma_dealloc_pd,
+	.dereg_mr = vrdma_dereg_mr,
+	.destroy_ah = vrdma_destroy_ah,
+	.destroy_cq = vrdma_destroy_cq,
+	.destroy_qp = vrdma_destroy_qp,
+	.destroy_srq = vrdma_destroy_srq,
 	.free_context = vrdma_free_context,
+	.modify_qp = vrdma_modify_qp,
+	.modify_srq = vrdma_modify_srq,
+	.poll_cq = vrdma_poll_cq,
+	.post_recv = vrdma_post_recv,
+	.post_send = vrdma_post_send,
+	.post_srq_recv = vrdma_post_srq_recv,
 	.query_device_ex = vrdma_query_device_ex,
 	.query_port = vrdma_query_port,
+	.query_qp = vrdma_query_qp,
+	.query_srq = vrdma_query_srq,
+	.reg_mr = vrdma_reg_mr,
+	.req_notify_cq = vrdma_req_notify_cq,
+	.rereg_mr = vrdma_rereg_mr,
+	.resize_cq = vrdma_resize_cq,
 };
 
 /*

@@ -3,7 +3,13 @@
  * libvrdma: the rdma-core provider for the vrdma kernel driver.
  *
  *   vrdma.c    registration with libibverbs, device and context life cycle
- *   verbs.c    device/port queries, protection domains
+ *   verbs.c    device/port queries, protection domains, memory regions,
+ *              address handles
+ *   ring.h     what the data path does to a shared ring (no system calls)
+ *   ring.c     mapping the rings the kernel allocates
+ *   cq.c       completion queues: create/resize/destroy, poll_cq
+ *   qp.c       queue pairs: create/modify/destroy, post_send, post_recv
+ *   srq.c      shared receive queues, post_srq_recv
  *
  * Everything the provider shares with the kernel comes from
  * uapi/rdma/vrdma-abi.h; everything it shares with libibverbs beyond the
@@ -13,17 +19,33 @@
 #define VRDMA_PROVIDER_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 
 #include <rdma/vrdma-abi.h>
 
 #include "vrdma-verbs-private.h"
+#include "ring.h"
 
 #define VRDMA_PROVIDER_NAME "vrdma"
 
 /* GET_CONTEXT: no driver request; struct vrdma_alloc_ucontext_resp back. */
 VRDMA_DECLARE_DRV_CMD(vrdma_get_context, ibv_get_context, vrdma_verbs_empty,
 		      ib_uverbs_get_context_resp, vrdma_alloc_ucontext_resp);
+
+/*
+ * The data path's commands: no driver request, the rings back.  (Named
+ * vrdma_cmd_* to stay clear of the uapi's vrdma_create_*_resp.)
+ */
+VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_cq, ibv_create_cq, vrdma_verbs_empty,
+		      ib_uverbs_create_cq_resp, vrdma_create_cq_resp);
+VRDMA_DECLARE_DRV_CMD(vrdma_cmd_resize_cq, ibv_resize_cq, vrdma_verbs_empty,
+		      ib_uverbs_resize_cq_resp, vrdma_create_cq_resp);
+VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_qp, ibv_create_qp, vrdma_verbs_empty,
+		      ib_uverbs_create_qp_resp, vrdma_create_qp_resp);
+VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_srq, ibv_create_srq,
+		      vrdma_verbs_empty, ib_uverbs_create_srq_resp,
+		      vrdma_create_srq_resp);
 
 struct vrdma_device {
 	struct verbs_device ibv_dev;
@@ -35,6 +57,41 @@ struct vrdma_context {
 
 struct vrdma_pd {
 	struct ibv_pd ibv_pd;
+};
+
+struct vrdma_ah {
+	struct ibv_ah ibv_ah;
+};
+
+/* Several threads may poll one CQ: lock is taken around every ring access. */
+struct vrdma_cq {
+	struct verbs_cq vcq;
+	pthread_spinlock_t lock;
+	struct vrdma_uring ring;
+};
+
+struct vrdma_sq {
+	pthread_spinlock_t lock;
+	struct vrdma_uring ring;
+	struct vrdma_sq_limits limits;
+};
+
+/* A QP's RQ or an SRQ. */
+struct vrdma_rq {
+	pthread_spinlock_t lock;
+	struct vrdma_uring ring;
+	uint32_t max_sge;
+};
+
+struct vrdma_qp {
+	struct verbs_qp vqp;
+	struct vrdma_sq sq;
+	struct vrdma_rq rq;	/* no ring with an SRQ */
+};
+
+struct vrdma_srq {
+	struct ibv_srq ibv_srq;
+	struct vrdma_rq rq;
 };
 
 #define vrdma_container_of(ptr, type, member)				\
@@ -56,6 +113,26 @@ static inline struct vrdma_pd *to_vpd(struct ibv_pd *ibpd)
 	return vrdma_container_of(ibpd, struct vrdma_pd, ibv_pd);
 }
 
+static inline struct vrdma_ah *to_vah(struct ibv_ah *ibah)
+{
+	return vrdma_container_of(ibah, struct vrdma_ah, ibv_ah);
+}
+
+static inline struct vrdma_cq *to_vcq(struct ibv_cq *ibcq)
+{
+	return vrdma_container_of(ibcq, struct vrdma_cq, vcq.cq);
+}
+
+static inline struct vrdma_qp *to_vqp(struct ibv_qp *ibqp)
+{
+	return vrdma_container_of(ibqp, struct vrdma_qp, vqp.qp);
+}
+
+static inline struct vrdma_srq *to_vsrq(struct ibv_srq *ibsrq)
+{
+	return vrdma_container_of(ibsrq, struct vrdma_srq, ibv_srq);
+}
+
 /* Logs through libibverbs (VERBS_LOG_LEVEL/VERBS_LOG_FILE); keeps errno. */
 #define vrdma_err(vctx, fmt, ...)					\
 	do {								\
@@ -75,5 +152,57 @@ int vrdma_query_port(struct ibv_context *context, uint8_t port_num,
 		     struct ibv_port_attr *port_attr);
 struct ibv_pd *vrdma_alloc_pd(struct ibv_context *context);
 int vrdma_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			    uint64_t hca_va, int access);
+int vrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		   void *addr, size_t length, int access);
+int vrdma_dereg_mr(struct verbs_mr *vmr);
+struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int vrdma_destroy_ah(struct ibv_ah *ah);
+
+/* ring.c */
+int vrdma_map_ring(struct vrdma_context *ctx, struct vrdma_uring *ring,
+		   const struct vrdma_ring_info *info, uint32_t min_entry_size,
+		   bool producer);
+void vrdma_unmap_ring(struct vrdma_uring *ring);
+int vrdma_check_wq(struct vrdma_context *ctx, const char *name,
+		   const struct vrdma_ring_info *info, uint32_t wqe_hdr_size,
+		   uint32_t max_wr, uint32_t max_sge, uint32_t max_inline);
+
+/* cq.c */
+struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
+			       struct ibv_comp_channel *channel,
+			       int comp_vector);
+int vrdma_resize_cq(struct ibv_cq *cq, int cqe);
+int vrdma_destroy_cq(struct ibv_cq *cq);
+int vrdma_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int vrdma_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* qp.c */
+struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
+			       struct ibv_qp_init_attr *attr);
+struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr);
+int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		   struct ibv_qp_init_attr *init_attr);
+int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		    int attr_mask);
+int vrdma_destroy_qp(struct ibv_qp *qp);
+int vrdma_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad_wr);
+int vrdma_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr);
+int vrdma_post_rq(struct vrdma_rq *rq, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr, uint32_t *posted);
+
+/* srq.c */
+struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,
+				 struct ibv_srq_init_attr *attr);
+int vrdma_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		     int attr_mask);
+int vrdma_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int vrdma_destroy_srq(struct ibv_srq *srq);
+int vrdma_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			struct ibv_recv_wr **bad_wr);
 
 #endif /* VRDMA_PROVIDER_H */

@@ -112,6 +112,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.mmap = vrdma_mmap,
 	.mmap_free = vrdma_mmap_free,
 	.modify_qp = vrdma_modify_qp,
+	.post_recv = vrdma_post_recv,
 	.post_send = vrdma_post_send,
 	.query_device = vrdma_query_device,
 	.query_pkey = vrdma_query_pkey,

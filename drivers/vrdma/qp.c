@@ -651,21 +651,44 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
  * @wr: NULL: the WQEs are in the SQ ring already
  * @bad_wr: set to @wr on error
  *
- * Return: 0, -EINVAL for work requests passed the kernel way (kernel QPs
- * are not supported yet) or a QP that may not send.
+ * The provider refuses to post before RTS; WQEs already in the ring wait
+ * for RTS (the requester ignores the SQ until then), so the doorbell itself
+ * never fails.
+ *
+ * Return: 0, or -EINVAL for work requests passed the kernel way (kernel QPs
+ * are not supported yet).
  */
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
-	struct vrdma_qp *qp = to_vqp(ibqp);
-	enum ib_qp_state state = READ_ONCE(qp->state);
-
-	if (wr || state == IB_QPS_RESET || state == IB_QPS_INIT ||
-	    state == IB_QPS_RTR) {
+	if (wr) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-	vrdma_qp_schedule(qp);
+	vrdma_qp_schedule(to_vqp(ibqp));
+	return 0;
+}
+
+/**
+ * vrdma_post_recv() - the receive doorbell, rung only in the error state
+ * @ibqp: the QP
+ * @wr: NULL: the WQEs are in the RQ ring already
+ * @bad_wr: set to @wr on error
+ *
+ * Receive WQEs need no doorbell: the responder takes them when a message
+ * arrives.  In the error state nothing arrives, so the provider rings this
+ * to have them flushed.
+ *
+ * Return: 0, or -EINVAL for work requests passed the kernel way.
+ */
+int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	if (wr) {
+		*bad_wr = wr;
+		return -EINVAL;
+	}
+	vrdma_qp_schedule(to_vqp(ibqp));
 	return 0;
 }
 

@@ -633,6 +633,8 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
+int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
 struct vrdma_qp *vrdma_qp_get(struct vrdma_dev *vdev, u32 qpn);
 void vrdma_qp_put(struct vrdma_qp *qp);
 int vrdma_qp_init(void);

@@ -695,6 +695,7 @@ TEST(command_layout)
 	EXPECT_CMD(ibv_query_qp, ib_uverbs_query_qp, 24);
 	EXPECT_CMD(ibv_query_srq, ib_uverbs_query_srq, 24);
 	EXPECT_CMD(ibv_reg_mr, ib_uverbs_reg_mr, 48);
+	EXPECT_CMD(ibv_rereg_mr, ib_uverbs_rereg_mr, 56);
 	EXPECT_CMD(ibv_resize_cq, ib_uverbs_resize_cq, 24);
 
 	/* GET_CONTEXT as vrdma sends it: no driver request, 8 bytes back */
@@ -703,6 +704,27 @@ TEST(command_layout)
 	EXPECT_EQ(sizeof(struct ib_uverbs_get_context_resp),
 		  offsetof(struct vrdma_get_context_resp, drv_payload));
 	EXPECT_EQ(16, sizeof(struct vrdma_get_context_resp));
+
+	/*
+	 * The data path's commands: no driver request, the driver's answer
+	 * right after the core response, where libibverbs puts the udata.
+	 */
+	EXPECT_EQ(sizeof(struct ibv_create_cq),
+		  sizeof(struct vrdma_cmd_create_cq));
+	EXPECT_EQ(8, offsetof(struct vrdma_cmd_create_cq_resp, drv_payload));
+	EXPECT_EQ(8 + 24, sizeof(struct vrdma_cmd_create_cq_resp));
+	EXPECT_EQ(sizeof(struct ibv_resize_cq),
+		  sizeof(struct vrdma_cmd_resize_cq));
+	EXPECT_EQ(8, offsetof(struct vrdma_cmd_resize_cq_resp, drv_payload));
+	EXPECT_EQ(8 + 24, sizeof(struct vrdma_cmd_resize_cq_resp));
+	EXPECT_EQ(sizeof(struct ibv_create_qp),
+		  sizeof(struct vrdma_cmd_create_qp));
+	EXPECT_EQ(32, offsetof(struct vrdma_cmd_create_qp_resp, drv_payload));
+	EXPECT_EQ(32 + 56, sizeof(struct vrdma_cmd_create_qp_resp));
+	EXPECT_EQ(sizeof(struct ibv_create_srq),
+		  sizeof(struct vrdma_cmd_create_srq));
+	EXPECT_EQ(16, offsetof(struct vrdma_cmd_create_srq_resp, drv_payload));
+	EXPECT_EQ(16 + 32, sizeof(struct vrdma_cmd_create_srq_resp));
 }
 
 /* The structs whose fields libibverbs fills, as v44 has them on LP64. */
@@ -750,14 +772,15 @@ TEST(struct_layout)
 	X(verbs_uninit_context) X(verbs_set_ops) X(verbs_init_cq)	\
 	X(ibv_cmd_get_context) X(ibv_cmd_query_device_any)		\
 	X(ibv_cmd_query_port) X(ibv_cmd_alloc_pd) X(ibv_cmd_dealloc_pd)	\
-	X(ibv_cmd_reg_mr) X(ibv_cmd_dereg_mr) X(ibv_cmd_create_cq)	\
+	X(ibv_cmd_reg_mr) X(ibv_cmd_rereg_mr) X(ibv_cmd_dereg_mr)	\
+	X(ibv_cmd_create_cq)						\
 	X(ibv_cmd_req_notify_cq) X(ibv_cmd_resize_cq)			\
 	X(ibv_cmd_destroy_cq) X(ibv_cmd_create_srq)			\
 	X(ibv_cmd_modify_srq) X(ibv_cmd_query_srq)			\
 	X(ibv_cmd_destroy_srq) X(ibv_cmd_create_qp)			\
 	X(ibv_cmd_create_qp_ex) X(ibv_cmd_query_qp)			\
-	X(ibv_cmd_modify_qp) X(ibv_cmd_destroy_qp) X(ibv_cmd_create_ah)	\
-	X(ibv_cmd_destroy_ah)
+	X(ibv_cmd_modify_qp) X(ibv_cmd_destroy_qp) X(ibv_cmd_post_send)	\
+	X(ibv_cmd_post_recv) X(ibv_cmd_create_ah) X(ibv_cmd_destroy_ah)
 
 TEST(private_symbols)
 {

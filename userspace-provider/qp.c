@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: (GPL-2.0 OR Linux-OpenIB)
+/*
+ * Queue pairs.
+ *
+ * A QP has two rings the kernel allocates and the process maps: the SQ and,
+ * unless the QP receives through an SRQ, the RQ.  post_send writes send
+ * WQEs into the SQ and then rings the doorbell, a POST_SEND command with no
+ * work requests; post_recv only writes the RQ (the kernel looks at it when
+ * a packet arrives), except in ERR.  Creating, modifying and destroying a
+ * QP go through uverbs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "vrdma.h"
+
+/* Tears down what vrdma_qp_setup_rings() set up. */
+static void vrdma_qp_unmap_rings(struct vrdma_qp *qp)
+{
+	vrdma_unmap_ring(&qp->sq.ring);
+	vrdma_unmap_ring(&qp->rq.ring);
+}
+
+/*
+ * Maps the rings of a QP the kernel has just created; attr holds the
+ * capabilities the kernel granted.
+ */
+static int vrdma_qp_setup_rings(struct vrdma_context *ctx,
+				struct vrdma_qp *qp,
+				const struct ibv_qp_init_attr_ex *attr,
+				const struct vrdma_create_qp_resp *resp)
+{
+	const struct ibv_qp_cap *cap = &attr->cap;
+	int ret;
+
+	/* a kernel that did not write its answer leaves qpn 0 */
+	if (resp->qpn != qp->vqp.qp.qp_num) {
+		vrdma_err(&ctx->ibv_ctx, "QP number %u, driver data says %u\n",
+			  qp->vqp.qp.qp_num, resp->qpn);
+		return EPROTO;
+	}
+	/* vrdma_send_wqe.num_sge is a u8 */
+	if (cap->max_send_sge > UINT8_MAX) {
+		vrdma_err(&ctx->ibv_ctx, "max_send_sge %u\n",
+			  cap->max_send_sge);
+		return EPROTO;
+	}
+	ret = vrdma_check_wq(ctx, "SQ", &resp->sq, VRDMA_SEND_WQE_HDR_SIZE,
+			     cap->max_send_wr, cap->max_send_sge,
+			     cap->max_inline_data);
+	if (ret)
+		return ret;
+	if (attr->srq) {
+		if (resp->rq.num_entries) {
+			vrdma_err(&ctx->ibv_ctx, "an RQ ring with an SRQ\n");
+			return EPROTO;
+		}
+	} else {
+		ret = vrdma_check_wq(ctx, "RQ", &resp->rq,
+				     VRDMA_RECV_WQE_HDR_SIZE, cap->max_recv_wr,
+				     cap->max_recv_sge, 0);
+		if (ret)
+			return ret;
+	}
+
+	qp->sq.limits.max_sge = cap->max_send_sge;
+	qp->sq.limits.max_inline = cap->max_inline_data;
+	qp->sq.limits.sig_all = attr->sq_sig_all ? VRDMA_SEND_SIGNALED : 0;
+	qp->sq.limits.ud = attr->qp_type == IBV_QPT_UD;
+	qp->rq.max_sge = attr->srq ? 0 : cap->max_recv_sge;
+
+	if (resp->sq.num_entries) {
+		ret = vrdma_map_ring(ctx, &qp->sq.ring, &resp->sq,
+				     VRDMA_SEND_WQE_HDR_SIZE, true);
+		if (ret)
+			return ret;
+	}
+	if (!attr->srq && resp->rq.num_entries) {
+		ret = vrdma_map_ring(ctx, &qp->rq.ring, &resp->rq,
+				     VRDMA_RECV_WQE_HDR_SIZE, true);
+		if (ret) {
+			vrdma_qp_unmap_rings(qp);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Both create verbs end here, with comp_mask IBV_QP_INIT_ATTR_PD; on
+ * success attr->cap holds what the kernel granted.
+ */
+static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *context,
+					     struct ibv_qp_init_attr_ex *attr)
+{
+	struct vrdma_context *ctx = to_vctx(context);
+	struct vrdma_cmd_create_qp_resp resp = {};
+	struct vrdma_cmd_create_qp cmd = {};
+	struct vrdma_qp *qp;
+	int ret;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	ret = pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	if (ret)
+		goto err_free;
+	ret = pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	if (ret)
+		goto err_sq_lock;
+
+	ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (ret)
+		goto err_rq_lock;
+
+	ret = vrdma_qp_setup_rings(ctx, qp, attr, &resp.drv_payload);
+	if (ret)
+		goto err_destroy;
+	return &qp->vqp.qp;
+
+err_destroy:
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+err_rq_lock:
+	pthread_spin_destroy(&qp->rq.lock);
+err_sq_lock:
+	pthread_spin_destroy(&qp->sq.lock);
+err_free:
+	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
+			       struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex attr_ex = {
+		.qp_context = attr->qp_context,
+		.send_cq = attr->send_cq,
+		.recv_cq = attr->recv_cq,
+		.srq = attr->srq,
+		.cap = attr->cap,
+		.qp_type = attr->qp_type,
+		.sq_sig_all = attr->sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+	};
+	struct ibv_qp *qp;
+
+	qp = vrdma_create_qp_common(pd->context, &attr_ex);
+	if (qp)
+		attr->cap = attr_ex.cap;
+	return qp;
+}
+
+/*
+ * ibv_create_qp_ex() with only a PD calls create_qp; this one sees the
+ * rest, and takes what create_qp can express: a PD and no creation flags.
+ * Notably not IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: there are no ibv_wr_* ops.
+ */
+struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
+				  struct ibv_qp_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_QP_INIT_ATTR_PD |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	struct ibv_qp_init_attr_ex attr_pd;
+	struct ibv_qp *qp;
+
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+	    (attr->comp_mask & ~known) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
+	attr_pd = *attr;
+	attr_pd.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qp = vrdma_create_qp_common(context, &attr_pd);
+	if (qp)
+		attr->cap = attr_pd.cap;
+	return qp;
+}
+
+int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		   struct ibv_qp_init_attr *init_attr)
+{
+	struct ibv_query_qp cmd = {};
+
+	return ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd,
+				sizeof(cmd));
+}
+
+/*
+ * The rings are untouched: prod belongs to us and cons to the kernel in
+ * every state (to RESET, the kernel drops the WQEs by moving cons up to
+ * prod), so that nothing posted before a reset runs after it.
+ */
+int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
+		    int attr_mask)
+{
+	struct ibv_modify_qp cmd = {};
+
+	return ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int vrdma_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	int ret;
+
+	ret = ibv_cmd_destroy_qp(ibqp);
+	if (ret)
+		return ret;
+
+	vrdma_qp_unmap_rings(qp);
+	pthread_spin_destroy(&qp->rq.lock);
+	pthread_spin_destroy(&qp->sq.lock);
+	free(qp);
+	return 0;
+}
+
+/*
+ * Tells the kernel the SQ has new WQEs: a POST_SEND command with no work
+ * requests, which uverbs hands to the driver's post_send with wr == NULL.
+ *
+ * Doorbell suppression belongs here and only here: once the kernel
+ * advertises in the SQ ring header that its SQ worker is still running and
+ * will look at prod again before it sleeps, this can skip the system call.
+ * That needs a full barrier between publishing prod and reading the flag,
+ * mirrored on the kernel side, or a doorbell gets lost.
+ */
+static int vrdma_sq_doorbell(struct vrdma_qp *qp)
+{
+	struct ibv_send_wr *bad_wr;
+
+	return ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad_wr);
+}
+
+/*
+ * Whether the QP takes send (or receive) work requests in its state.  A WQE
+ * in the ring runs once the kernel gets to it, so one posted too early must
+ * be refused here, not queued (the SQ is enabled from RTS on, the RQ from
+ * INIT on).  ibqp->state is what libibverbs recorded at the last modify_qp
+ * or query_qp; the states the kernel moves a QP to on its own, SQE and ERR,
+ * both take work requests (to flush them).
+ */
+static bool vrdma_qp_sq_ready(const struct ibv_qp *ibqp)
+{
+	switch (ibqp->state) {
+	case IBV_QPS_RESET:
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		return false;
+	default:
+		return true;
+	}
+}
+
+static bool vrdma_qp_rq_ready(const struct ibv_qp *ibqp)
+{
+	return ibqp->state != IBV_QPS_RESET;
+}
+
+int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		    struct ibv_send_wr **bad_wr)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	uint32_t start, posted;
+	int ret, db;
+
+	if (!qp->sq.ring.hdr || !vrdma_qp_sq_ready(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+
+	pthread_spin_lock(&qp->sq.lock);
+	start = qp->sq.ring.head;
+	ret = vrdma_sq_post(&qp->sq.ring, &qp->sq.limits, wr, bad_wr);
+	posted = qp->sq.ring.head - start;
+	pthread_spin_unlock(&qp->sq.lock);
+
+	/* outside the lock: each poster rings for what it published */
+	if (!posted)
+		return ret;
+	db = vrdma_sq_doorbell(qp);
+	if (db) {
+		/*
+		 * The WQEs stay in the ring (a later doorbell may still run
+		 * them), but none of this call is known to have reached the
+		 * device.
+		 */
+		*bad_wr = wr;
+		return db;
+	}
+	return ret;
+}
+
+int vrdma_post_rq(struct vrdma_rq *rq, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr, uint32_t *posted)
+{
+	uint32_t start;
+	int ret;
+
+	*posted = 0;
+	if (!rq->ring.hdr) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+
+	pthread_spin_lock(&rq->lock);
+	start = rq->ring.head;
+	ret = vrdma_rq_post(&rq->ring, rq->max_sge, wr, bad_wr);
+	*posted = rq->ring.head - start;
+	pthread_spin_unlock(&rq->lock);
+	return ret;
+}
+
+/*
+ * The kernel takes receive WQEs when packets arrive, so post_recv needs no
+ * system call, except in ERR: nothing arrives any more, and the WQEs must
+ * still complete (flushed).  POST_RECV with no work requests, which uverbs
+ * hands to the driver's post_recv with wr == NULL, makes the kernel look.
+ * (If the kernel moved the QP to ERR and the process has not queried it
+ * yet, ibqp->state still says otherwise; the WQEs are flushed at the next
+ * doorbell or modify_qp.)
+ */
+static int vrdma_rq_doorbell(struct vrdma_qp *qp)
+{
+	struct ibv_recv_wr *bad_wr;
+
+	return ibv_cmd_post_recv(&qp->vqp.qp, NULL, &bad_wr);
+}
+
+int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		    struct ibv_recv_wr **bad_wr)
+{
+	struct vrdma_qp *qp = to_vqp(ibqp);
+	uint32_t posted;
+	int ret, db;
+
+	if (!vrdma_qp_rq_ready(ibqp)) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	ret = vrdma_post_rq(&qp->rq, wr, bad_wr, &posted);
+	if (!posted || ibqp->state != IBV_QPS_ERR)
+		return ret;
+	db = vrdma_rq_doorbell(qp);
+	if (db) {
+		*bad_wr = wr;	/* as for post_send */
+		return db;
+	}
+	return ret;
+}

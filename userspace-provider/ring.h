@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR Linux-OpenIB) */
+/*
+ * The shared rings of uapi/rdma/vrdma-abi.h, from user space's side: what
+ * post_send, post_recv, post_srq_recv and poll_cq do to a ring.
+ *
+ * Everything here works on plain memory and makes no system call, so that
+ * test/ring_test.c can run it against fake rings; mapping the rings the
+ * kernel allocated (ring.c), locking and the SQ doorbell (qp.c) are the
+ * callers' part.
+ *
+ * The side that produces into a ring keeps its index to itself (head) and
+ * publishes it with a store-release; it reads the other side's index with a
+ * load-acquire, so that it sees the entries (CQ) or frees the slots (WQ)
+ * only after the other side is done with them.  Indices are free-running
+ * u32: every difference is taken modulo 2^32.
+ */
+#ifndef VRDMA_RING_H
+#define VRDMA_RING_H
+
+#include <assert.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
+#include <rdma/vrdma-abi.h>
+
+/* ------------------------------------------------------------------------
+ * The ABI as the kernel module pins it too (drivers/vrdma/vrdma.h).
+ */
+static_assert(sizeof(struct vrdma_ring) == 128, "vrdma_ring");
+static_assert(VRDMA_RING_HDR_SIZE == sizeof(struct vrdma_ring),
+	      "VRDMA_RING_HDR_SIZE");
+static_assert(offsetof(struct vrdma_ring, cons) == 64,
+	      "prod and cons on their own cache lines");
+static_assert(sizeof(struct vrdma_sge) == 16, "vrdma_sge");
+static_assert(sizeof(struct vrdma_send_wqe) == 64, "vrdma_send_wqe");
+static_assert(VRDMA_SEND_WQE_HDR_SIZE == sizeof(struct vrdma_send_wqe),
+	      "VRDMA_SEND_WQE_HDR_SIZE");
+static_assert(offsetof(struct vrdma_send_wqe, sge) == VRDMA_SEND_WQE_HDR_SIZE,
+	      "send WQE SGEs");
+static_assert(sizeof(struct vrdma_recv_wqe) == 16, "vrdma_recv_wqe");
+static_assert(VRDMA_RECV_WQE_HDR_SIZE == sizeof(struct vrdma_recv_wqe),
+	      "VRDMA_RECV_WQE_HDR_SIZE");
+static_assert(offsetof(struct vrdma_recv_wqe, sge) == VRDMA_RECV_WQE_HDR_SIZE,
+	      "receive WQE SGEs");
+static_assert(sizeof(struct vrdma_cqe) == 32, "vrdma_cqe");
+static_assert(sizeof(struct vrdma_ring_info) == 24, "vrdma_ring_info");
+static_assert(sizeof(struct vrdma_create_cq_resp) == 24,
+	      "vrdma_create_cq_resp");
+static_assert(sizeof(struct vrdma_create_qp_resp) == 56,
+	      "vrdma_create_qp_resp");
+static_assert(sizeof(struct vrdma_create_srq_resp) == 32,
+	      "vrdma_create_srq_resp");
+
+/* SGEs are copied between struct ibv_sge and the ring as they are. */
+static_assert(sizeof(struct ibv_sge) == sizeof(struct vrdma_sge) &&
+		      offsetof(struct ibv_sge, addr) ==
+			      offsetof(struct vrdma_sge, addr) &&
+		      offsetof(struct ibv_sge, length) ==
+			      offsetof(struct vrdma_sge, length) &&
+		      offsetof(struct ibv_sge, lkey) ==
+			      offsetof(struct vrdma_sge, lkey),
+	      "struct ibv_sge is struct vrdma_sge");
+
+/* Flags and opcodes go to the ring and come back unconverted. */
+static_assert((int)VRDMA_SEND_FENCE == IBV_SEND_FENCE &&
+		      (int)VRDMA_SEND_SIGNALED == IBV_SEND_SIGNALED &&
+		      (int)VRDMA_SEND_SOLICITED == IBV_SEND_SOLICITED &&
+		      (int)VRDMA_SEND_INLINE == IBV_SEND_INLINE,
+	      "enum vrdma_send_flags");
+static_assert((int)VRDMA_WC_GRH == IBV_WC_GRH &&
+		      (int)VRDMA_WC_WITH_IMM == IBV_WC_WITH_IMM &&
+		      (int)VRDMA_WC_WITH_INV == IBV_WC_WITH_INV,
+	      "enum vrdma_wc_flags");
+static_assert((int)IBV_WR_RDMA_WRITE == IB_UVERBS_WR_RDMA_WRITE &&
+		      (int)IBV_WR_RDMA_WRITE_WITH_IMM ==
+			      IB_UVERBS_WR_RDMA_WRITE_WITH_IMM &&
+		      (int)IBV_WR_SEND == IB_UVERBS_WR_SEND &&
+		      (int)IBV_WR_SEND_WITH_IMM == IB_UVERBS_WR_SEND_WITH_IMM &&
+		      (int)IBV_WR_RDMA_READ == IB_UVERBS_WR_RDMA_READ &&
+		      (int)IBV_WR_ATOMIC_CMP_AND_SWP ==
+			      IB_UVERBS_WR_ATOMIC_CMP_AND_SWP &&
+		      (int)IBV_WR_ATOMIC_FETCH_AND_ADD ==
+			      IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD &&
+		      (int)IBV_WR_LOCAL_INV == IB_UVERBS_WR_LOCAL_INV &&
+		      (int)IBV_WR_BIND_MW == IB_UVERBS_WR_BIND_MW &&
+		      (int)IBV_WR_SEND_WITH_INV == IB_UVERBS_WR_SEND_WITH_INV &&
+		      (int)IBV_WR_TSO == IB_UVERBS_WR_TSO,
+	      "enum ibv_wr_opcode is enum ib_uverbs_wr_opcode");
+
+#define VRDMA_SEND_FLAGS_MASK						\
+	(VRDMA_SEND_FENCE | VRDMA_SEND_SIGNALED |			\
+	 VRDMA_SEND_SOLICITED | VRDMA_SEND_INLINE)
+
+/* ------------------------------------------------------------------------
+ * Ring indices and entries.
+ */
+
+/*
+ * One mapped ring.  A zeroed one is "no ring" (the RQ of a QP on an SRQ, or
+ * a CQ whose resize lost its mapping).
+ */
+struct vrdma_uring {
+	struct vrdma_ring *hdr;		/* the mapping starts with the header */
+	size_t map_size;
+	uint32_t num_entries;
+	uint32_t mask;			/* num_entries - 1 */
+	uint32_t entry_size;
+	uint32_t head;			/* ours: prod of a WQ, cons of a CQ */
+	uint32_t peer;			/* the other side's, as last read */
+};
+
+static inline uint32_t vrdma_load_acquire(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void vrdma_store_release(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static inline bool vrdma_is_pow2(uint64_t x)
+{
+	return x && !(x & (x - 1));
+}
+
+/*
+ * Whether the kernel described a usable ring: power-of-two counts, entries
+ * of at least min_entry_size bytes, all of it inside the mapping, and an
+ * offset mmap() can take.  A kernel bug must fail create, not scribble.
+ */
+static inline bool vrdma_ring_info_valid(const struct vrdma_ring_info *info,
+					 uint32_t min_entry_size)
+{
+	uint64_t bytes;
+
+	if (!vrdma_is_pow2(info->num_entries) ||
+	    !vrdma_is_pow2(info->entry_size) ||
+	    info->entry_size < min_entry_size)
+		return false;
+	if (info->size < VRDMA_RING_HDR_SIZE || info->size > SIZE_MAX ||
+	    info->offset > INT64_MAX)
+		return false;
+	/* both are at most 2^31: no overflow */
+	bytes = (uint64_t)info->num_entries * info->entry_size;
+	return bytes <= info->size - VRDMA_RING_HDR_SIZE;
+}
+
+/*
+ * Whether a work queue ring holds what the kernel granted with it: max_wr
+ * requests, each with max_sge SGEs or max_inline bytes after a WQE header
+ * of wqe_hdr_size.  No ring (num_entries 0) holds a queue of no requests.
+ */
+static inline bool vrdma_wq_fits(const struct vrdma_ring_info *info,
+				 uint32_t wqe_hdr_size, uint32_t max_wr,
+				 uint32_t max_sge, uint32_t max_inline)
+{
+	uint64_t sge_bytes = wqe_hdr_size +
+			     (uint64_t)max_sge * sizeof(struct vrdma_sge);
+	uint64_t inline_bytes = (uint64_t)wqe_hdr_size + max_inline;
+
+	if (!info->num_entries)
+		return !max_wr;
+	return vrdma_ring_info_valid(info, wqe_hdr_size) &&
+	       max_wr <= info->num_entries &&
+	       sge_bytes <= info->entry_size &&
+	       inline_bytes <= info->entry_size;
+}
+
+/*
+ * Takes over a mapped ring.  The starting indices are whatever the kernel
+ * left in the header (after resize_cq, where the copied CQEs begin).
+ */
+static inline void vrdma_uring_init(struct vrdma_uring *r, void *map,
+				    const struct vrdma_ring_info *info,
+				    bool producer)
+{
+	r->hdr = map;
+	r->map_size = info->size;
+	r->num_entries = info->num_entries;
+	r->mask = info->num_entries - 1;
+	r->entry_size = info->entry_size;
+	if (producer) {
+		r->head = __atomic_load_n(&r->hdr->prod, __ATOMIC_RELAXED);
+		r->peer = vrdma_load_acquire(&r->hdr->cons);
+	} else {
+		r->head = __atomic_load_n(&r->hdr->cons, __ATOMIC_RELAXED);
+		r->peer = vrdma_load_acquire(&r->hdr->prod);
+	}
+}
+
+static inline void *vrdma_uring_entry(const struct vrdma_uring *r,
+				      uint32_t idx)
+{
+	return (uint8_t *)r->hdr + VRDMA_RING_HDR_SIZE +
+	       (size_t)(idx & r->mask) * r->entry_size;
+}
+
+/*
+ * Producer: no free slot.  cons only grows, so the last value read is only
+ * ever too pessimistic: read it again only when that says full.  ">=" so
+ * that a cons past prod (a kernel bug) reads as full, not as free space.
+ */
+static inline bool vrdma_uring_full(struct vrdma_uring *r)
+{
+	if (r->head - r->peer < r->num_entries)
+		return false;
+	r->peer = vrdma_load_acquire(&r->hdr->cons);
+	return r->head - r->peer >= r->num_entries;
+}
+
+/* Producer: hands the entries written so far to the kernel. */
+static inline void vrdma_uring_publish(struct vrdma_uring *r)
+{
+	vrdma_store_release(&r->hdr->prod, r->head);
+}
+
+/* ------------------------------------------------------------------------
+ * Send queue.
+ */
+
+/* What post_send checks a work request against; fixed at create_qp. */
+struct vrdma_sq_limits {
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint16_t sig_all;	/* VRDMA_SEND_SIGNALED with sq_sig_all, or 0 */
+	bool ud;
+};
+
+/*
+ * Writes wr into the slot wqe, or returns EINVAL leaving the slot alone.
+ * The limits were checked against the stride at create_qp, so neither the
+ * SGEs nor the inline data can run past the slot.
+ */
+static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
+				       const struct ibv_send_wr *wr,
+				       const struct vrdma_sq_limits *lim)
+{
+	bool inl = wr->send_flags & IBV_SEND_INLINE;
+	uint64_t inline_len = 0;
+	const struct ibv_sge *sge;
+	uint8_t *data;
+	int i;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > lim->max_sge)
+		return EINVAL;
+	if ((unsigned int)wr->opcode > UINT8_MAX)
+		return EINVAL;
+	if (lim->ud && !wr->wr.ud.ah)
+		return EINVAL;
+	if (inl) {
+		/* 64 bits: num_sge lengths of up to 4 GiB each */
+		for (i = 0; i < wr->num_sge; i++)
+			inline_len += wr->sg_list[i].length;
+		if (inline_len > lim->max_inline)
+			return EINVAL;
+	}
+
+	/* The slot holds the previous lap's WQE: unused fields must read 0. */
+	memset(wqe, 0, VRDMA_SEND_WQE_HDR_SIZE);
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->flags = (wr->send_flags & VRDMA_SEND_FLAGS_MASK) | lim->sig_all;
+
+	switch (wr->opcode) {
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		wqe->ex.imm_data = wr->imm_data;
+		break;
+	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_LOCAL_INV:
+		wqe->ex.invalidate_rkey = wr->invalidate_rkey;
+		break;
+	default:
+		break;
+	}
+
+	if (lim->ud) {
+		wqe->ud.ah = wr->wr.ud.ah->handle;
+		wqe->ud.remote_qpn = wr->wr.ud.remote_qpn;
+		wqe->ud.remote_qkey = wr->wr.ud.remote_qkey;
+	} else {
+		switch (wr->opcode) {
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+		case IBV_WR_RDMA_READ:
+			wqe->rdma.remote_addr = wr->wr.rdma.remote_addr;
+			wqe->rdma.rkey = wr->wr.rdma.rkey;
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			wqe->atomic.remote_addr = wr->wr.atomic.remote_addr;
+			wqe->atomic.compare_add = wr->wr.atomic.compare_add;
+			wqe->atomic.swap = wr->wr.atomic.swap;
+			wqe->atomic.rkey = wr->wr.atomic.rkey;
+			break;
+		default:
+			break;
+		}
+	}
+
+	if (inl) {
+		/* the data is copied now: the caller may reuse it on return */
+		data = (uint8_t *)wqe->sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sge = &wr->sg_list[i];
+			if (!sge->length)
+				continue;
+			memcpy(data, (const void *)(uintptr_t)sge->addr,
+			       sge->length);
+			data += sge->length;
+		}
+		wqe->inline_len = inline_len;
+	} else {
+		wqe->num_sge = wr->num_sge;
+		if (wr->num_sge)
+			memcpy(wqe->sge, wr->sg_list,
+			       wr->num_sge * sizeof(struct vrdma_sge));
+	}
+	return 0;
+}
+
+/*
+ * Writes the list into the SQ until it ends, the ring is full (ENOMEM) or
+ * a request is bad (EINVAL); *bad_wr is the first request not written.
+ * Publishes what was written; the caller holds the SQ lock and rings the
+ * doorbell when head moved.
+ */
+static inline int vrdma_sq_post(struct vrdma_uring *sq,
+				const struct vrdma_sq_limits *lim,
+				struct ibv_send_wr *wr,
+				struct ibv_send_wr **bad_wr)
+{
+	uint32_t start = sq->head;
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		if (vrdma_uring_full(sq)) {
+			ret = ENOMEM;
+			break;
+		}
+		ret = vrdma_build_send_wqe(vrdma_uring_entry(sq, sq->head), wr,
+					   lim);
+		if (ret)
+			break;
+		sq->head++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	if (sq->head != start)
+		vrdma_uring_publish(sq);
+	return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * Receive queues (a QP's RQ, an SRQ).
+ */
+
+static inline int vrdma_build_recv_wqe(struct vrdma_recv_wqe *wqe,
+				       const struct ibv_recv_wr *wr,
+				       uint32_t max_sge)
+{
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge)
+		return EINVAL;
+
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = wr->num_sge;
+	wqe->reserved = 0;
+	if (wr->num_sge)
+		memcpy(wqe->sge, wr->sg_list,
+		       wr->num_sge * sizeof(struct vrdma_sge));
+	return 0;
+}
+
+/* As vrdma_sq_post, for receive requests; there is no doorbell. */
+static inline int vrdma_rq_post(struct vrdma_uring *rq, uint32_t max_sge,
+				struct ibv_recv_wr *wr,
+				struct ibv_recv_wr **bad_wr)
+{
+	uint32_t start = rq->head;
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		if (vrdma_uring_full(rq)) {
+			ret = ENOMEM;
+			break;
+		}
+		ret = vrdma_build_recv_wqe(vrdma_uring_entry(rq, rq->head), wr,
+					   max_sge);
+		if (ret)
+			break;
+		rq->head++;
+	}
+	if (ret)
+		*bad_wr = wr;
+	if (rq->head != start)
+		vrdma_uring_publish(rq);
+	return ret;
+}
+
+/* ------------------------------------------------------------------------
+ * Completion queue.
+ */
+
+static inline void vrdma_cqe_to_wc(const struct vrdma_cqe *cqe,
+				   struct ibv_wc *wc)
+{
+	wc->wr_id = cqe->wr_id;
+	wc->status = (enum ibv_wc_status)cqe->status;
+	wc->opcode = (enum ibv_wc_opcode)cqe->opcode;
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = cqe->byte_len;
+	/* imm_data or invalidated_rkey: the same 32 bits, as they came */
+	wc->imm_data = cqe->ex.imm_data;
+	wc->qp_num = cqe->qp_num;
+	wc->src_qp = cqe->src_qp;
+	wc->wc_flags = cqe->wc_flags;
+	/* RoCE has no LIDs, SLs or P_Key table to speak of */
+	wc->pkey_index = 0;
+	wc->slid = 0;
+	wc->sl = 0;
+	wc->dlid_path_bits = 0;
+}
+
+/*
+ * Reads up to num_entries completions and returns them to the kernel;
+ * returns how many, or -EIO when prod is further ahead than the ring is
+ * long (nothing the kernel can have written).  The caller holds the CQ
+ * lock.
+ */
+static inline int vrdma_cq_poll_ring(struct vrdma_uring *cq, int num_entries,
+				     struct ibv_wc *wc)
+{
+	struct vrdma_cqe cqe;
+	uint32_t avail;
+	int n;
+
+	cq->peer = vrdma_load_acquire(&cq->hdr->prod);
+	avail = cq->peer - cq->head;
+	if (avail > cq->num_entries)
+		return -EIO;
+
+	for (n = 0; n < num_entries && avail; n++, avail--) {
+		memcpy(&cqe, vrdma_uring_entry(cq, cq->head), sizeof(cqe));
+		vrdma_cqe_to_wc(&cqe, &wc[n]);
+		cq->head++;
+	}
+	/* after the reads above: the kernel may overwrite those slots now */
+	if (n)
+		vrdma_store_release(&cq->hdr->cons, cq->head);
+	return n;
+}
+
+#endif /* VRDMA_RING_H */

@@ -1,0 +1,1654 @@
+// SPDX-License-Identifier: (GPL-2.0 OR Linux-OpenIB)
+/*
+ * fake_kernel_test - the provider end to end through the installed
+ * libibverbs, against a kernel faked inside this process.
+ *
+ * The test defines ioctl(), mmap() and munmap() (exported with -rdynamic,
+ * so libibverbs and the provider call them): calls on the device file
+ * descriptor libibverbs uses here (-1: the fake device has no sysfs node)
+ * are answered the way Linux 6.1's uverbs and a vrdma module following the
+ * provider's contract would answer them; everything else goes to libc.  The
+ * fake kernel allocates rings, returns struct vrdma_*_resp as driver data,
+ * lets the provider map the rings, and on every SQ doorbell executes the
+ * WQEs as a loopback RC device would (SEND, RDMA WRITE/READ, atomics),
+ * producing CQEs.  Rings start near 2^32 so that every index wraps.
+ *
+ * What it checks is the provider's half: the commands and driver data it
+ * sends, how it maps and uses the rings, that post_recv and poll_cq make no
+ * system call, and that post_send makes exactly one, a POST_SEND with no
+ * work requests.  The real module is checked by the selftests.
+ *
+ * No device, module or root is needed.  Output is TAP, then a last line
+ * "N passed, N failed"; the exit status is non-zero on any failure.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <endian.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/rdma_user_ioctl_cmds.h>
+
+#include "vrdma.h"
+#include "tap.h"
+
+#ifndef VRDMA_PROVIDER_SO
+#define VRDMA_PROVIDER_SO "libvrdma-rdmav34.so"
+#endif
+
+#define FAKE_FD (-1)
+#define FAKE_PAGE 4096
+/* where every ring's indices start */
+#define RING_START 0xfffffff8u
+/* where resize_cq puts the new ring's cons */
+#define RESIZE_START 0x12345670u
+#define FIRST_QPN 0x100
+
+/* ------------------------------------------------------------------------
+ * The fake kernel.
+ */
+
+struct kring {
+	void *mem;
+	size_t size;
+	uint64_t offset;
+	uint32_t n, stride;
+	int mapped;		/* live mappings by the provider */
+};
+
+struct kcq {
+	bool live;
+	int ring;
+	uint32_t prod;		/* the kernel's own copy */
+	int arm_calls;
+	int solicited_only;
+};
+
+struct kqp {
+	bool live;
+	uint32_t qpn, type;
+	int sq, rq;		/* ring numbers, -1: none */
+	uint32_t sq_cons, rq_cons;	/* the kernel's own copies */
+	int send_cq, recv_cq;
+	uint32_t dest_qpn;
+	int state;
+};
+
+#define MAX_RINGS 64
+#define MAX_OBJS 16
+
+static struct {
+	struct kring rings[MAX_RINGS];
+	int nrings;
+	struct kcq cqs[MAX_OBJS];
+	struct kqp qps[MAX_OBJS];
+
+	/* knobs */
+	bool bad_sq_caps;	/* grant more SGEs than the SQ stride holds */
+
+	/* what the provider did */
+	int ioctls, doorbells, rq_doorbells, unknown, uhw_short, overflow;
+	int bad_index;
+	int qp_destroys, cq_destroys;
+	uint32_t last_post_send_len;
+	struct ib_uverbs_post_send last_post_send;
+	uint8_t last_wqe[VRDMA_SEND_WQE_HDR_SIZE];
+} k;
+
+static uint32_t pow2_at_least(uint32_t x)
+{
+	uint32_t n = 1;
+
+	while (n < x)
+		n <<= 1;
+	return n;
+}
+
+static int kring_alloc(uint32_t n, uint32_t stride, uint32_t start)
+{
+	struct kring *r = &k.rings[k.nrings];
+	struct vrdma_ring *hdr;
+
+	if (k.nrings == MAX_RINGS)
+		abort();
+	r->n = n;
+	r->stride = stride;
+	/* whole pages, as mmap() hands them out */
+	r->size = (VRDMA_RING_HDR_SIZE + (size_t)n * stride + FAKE_PAGE - 1) &
+		  ~(size_t)(FAKE_PAGE - 1);
+	r->offset = (uint64_t)(k.nrings + 1) << 24;
+	r->mem = aligned_alloc(FAKE_PAGE, r->size);
+	if (!r->mem)
+		abort();
+	memset(r->mem, 0x5a, r->size);
+	hdr = r->mem;
+	memset(hdr, 0, sizeof(*hdr));
+	hdr->prod = start;
+	hdr->cons = start;
+	return k.nrings++;
+}
+
+static void kring_info(int ring, struct vrdma_ring_info *info)
+{
+	struct kring *r = &k.rings[ring];
+
+	*info = (struct vrdma_ring_info){
+		.offset = r->offset,
+		.size = r->size,
+		.num_entries = r->n,
+		.entry_size = r->stride,
+	};
+}
+
+static void *kring_entry(int ring, uint32_t idx)
+{
+	struct kring *r = &k.rings[ring];
+
+	return (uint8_t *)r->mem + VRDMA_RING_HDR_SIZE +
+	       (size_t)(idx & (r->n - 1)) * r->stride;
+}
+
+static struct vrdma_ring *kring_hdr(int ring)
+{
+	return k.rings[ring].mem;
+}
+
+static void kcq_push(struct kcq *cq, const struct vrdma_cqe *cqe)
+{
+	struct vrdma_ring *hdr = kring_hdr(cq->ring);
+	uint32_t cons = __atomic_load_n(&hdr->cons, __ATOMIC_ACQUIRE);
+
+	if (cq->prod - cons >= k.rings[cq->ring].n) {
+		k.overflow++;
+		return;
+	}
+	memcpy(kring_entry(cq->ring, cq->prod), cqe, sizeof(*cqe));
+	cq->prod++;
+	__atomic_store_n(&hdr->prod, cq->prod, __ATOMIC_RELEASE);
+}
+
+static struct kqp *kqp_by_qpn(uint32_t qpn)
+{
+	int i;
+
+	for (i = 0; i < MAX_OBJS; i++)
+		if (k.qps[i].live && k.qps[i].qpn == qpn)
+			return &k.qps[i];
+	return NULL;
+}
+
+/* Takes the next receive WQE of qp into buf, like the module would. */
+static bool krq_take(struct kqp *qp, uint8_t *buf)
+{
+	struct vrdma_ring *hdr;
+	uint32_t prod;
+
+	if (qp->rq < 0)
+		return false;
+	hdr = kring_hdr(qp->rq);
+	prod = __atomic_load_n(&hdr->prod, __ATOMIC_ACQUIRE);
+	if (prod - qp->rq_cons > k.rings[qp->rq].n) {
+		k.bad_index++;
+		return false;
+	}
+	if (prod == qp->rq_cons)
+		return false;
+	memcpy(buf, kring_entry(qp->rq, qp->rq_cons), k.rings[qp->rq].stride);
+	qp->rq_cons++;
+	__atomic_store_n(&hdr->cons, qp->rq_cons, __ATOMIC_RELEASE);
+	return true;
+}
+
+static uint32_t gather(const struct vrdma_send_wqe *wqe, uint8_t *data)
+{
+	uint32_t len = 0;
+	int i;
+
+	if (wqe->flags & VRDMA_SEND_INLINE) {
+		memcpy(data, wqe->sge, wqe->inline_len);
+		return wqe->inline_len;
+	}
+	for (i = 0; i < wqe->num_sge; i++) {
+		memcpy(data + len, (void *)(uintptr_t)wqe->sge[i].addr,
+		       wqe->sge[i].length);
+		len += wqe->sge[i].length;
+	}
+	return len;
+}
+
+static bool scatter(const struct vrdma_sge *sge, uint32_t num_sge,
+		    const uint8_t *data, uint32_t len)
+{
+	uint32_t i, n;
+
+	for (i = 0; i < num_sge && len; i++) {
+		n = len < sge[i].length ? len : sge[i].length;
+		memcpy((void *)(uintptr_t)sge[i].addr, data, n);
+		data += n;
+		len -= n;
+	}
+	return !len;
+}
+
+/* Delivers a SEND or WRITE_WITH_IMM to dst's RQ; returns the WC status. */
+static int kdeliver(struct kqp *src, struct kqp *dst,
+		    const struct vrdma_send_wqe *wqe, const uint8_t *data,
+		    uint32_t len)
+{
+	uint8_t buf[4096];
+	struct vrdma_recv_wqe *rwqe = (struct vrdma_recv_wqe *)buf;
+	struct vrdma_cqe cqe = {};
+
+	if (!dst || !krq_take(dst, buf))
+		return IBV_WC_RNR_RETRY_EXC_ERR;
+
+	cqe.wr_id = rwqe->wr_id;
+	cqe.qp_num = dst->qpn;
+	cqe.src_qp = src->qpn;
+	cqe.byte_len = len;
+	cqe.opcode = IBV_WC_RECV;
+	switch (wqe->opcode) {
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		cqe.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+		/* fall through */
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+		cqe.wc_flags = VRDMA_WC_WITH_IMM;
+		cqe.ex.imm_data = wqe->ex.imm_data;
+		break;
+	case IB_UVERBS_WR_SEND_WITH_INV:
+		cqe.wc_flags = VRDMA_WC_WITH_INV;
+		cqe.ex.invalidate_rkey = wqe->ex.invalidate_rkey;
+		break;
+	}
+	if (wqe->opcode != IB_UVERBS_WR_RDMA_WRITE_WITH_IMM &&
+	    !scatter(rwqe->sge, rwqe->num_sge, data, len))
+		cqe.status = IBV_WC_LOC_LEN_ERR;
+	kcq_push(&k.cqs[dst->recv_cq], &cqe);
+	return IBV_WC_SUCCESS;
+}
+
+/* One send WQE, executed as a loopback device would. */
+static void kexecute(struct kqp *qp, const struct vrdma_send_wqe *wqe)
+{
+	struct kqp *dst = kqp_by_qpn(qp->dest_qpn);
+	struct vrdma_cqe cqe = {
+		.wr_id = wqe->wr_id,
+		.qp_num = qp->qpn,
+	};
+	static uint8_t data[1 << 16];
+	uint64_t *target, old;
+	uint32_t len;
+	int i;
+
+	memcpy(k.last_wqe, wqe, sizeof(k.last_wqe));
+	switch (wqe->opcode) {
+	case IB_UVERBS_WR_SEND:
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+	case IB_UVERBS_WR_SEND_WITH_INV:
+		len = gather(wqe, data);
+		cqe.opcode = IBV_WC_SEND;
+		cqe.byte_len = len;
+		if (qp->type != IBV_QPT_UD)
+			cqe.status = kdeliver(qp, dst, wqe, data, len);
+		break;
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		len = gather(wqe, data);
+		memcpy((void *)(uintptr_t)wqe->rdma.remote_addr, data, len);
+		cqe.opcode = IBV_WC_RDMA_WRITE;
+		cqe.byte_len = len;
+		if (wqe->opcode == IB_UVERBS_WR_RDMA_WRITE_WITH_IMM)
+			cqe.status = kdeliver(qp, dst, wqe, data, len);
+		break;
+	case IB_UVERBS_WR_RDMA_READ:
+		for (i = 0; i < wqe->num_sge; i++)
+			cqe.byte_len += wqe->sge[i].length;
+		scatter(wqe->sge, wqe->num_sge,
+			(const uint8_t *)(uintptr_t)wqe->rdma.remote_addr,
+			cqe.byte_len);
+		cqe.opcode = IBV_WC_RDMA_READ;
+		break;
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		target = (uint64_t *)(uintptr_t)wqe->atomic.remote_addr;
+		old = *target;
+		if (wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD) {
+			*target = old + wqe->atomic.compare_add;
+			cqe.opcode = IBV_WC_FETCH_ADD;
+		} else {
+			if (old == wqe->atomic.compare_add)
+				*target = wqe->atomic.swap;
+			cqe.opcode = IBV_WC_COMP_SWAP;
+		}
+		scatter(wqe->sge, wqe->num_sge, (uint8_t *)&old, sizeof(old));
+		cqe.byte_len = sizeof(old);
+		break;
+	default:
+		cqe.status = IBV_WC_LOC_QP_OP_ERR;
+		break;
+	}
+	if ((wqe->flags & VRDMA_SEND_SIGNALED) || cqe.status)
+		kcq_push(&k.cqs[qp->send_cq], &cqe);
+}
+
+/* ERR: every receive WQE completes with a flush error. */
+static void krq_flush(struct kqp *qp)
+{
+	uint8_t buf[4096];
+	struct vrdma_recv_wqe *rwqe = (struct vrdma_recv_wqe *)buf;
+	struct vrdma_cqe cqe = {
+		.status = IBV_WC_WR_FLUSH_ERR,
+		.opcode = IBV_WC_RECV,
+		.qp_num = qp->qpn,
+	};
+
+	while (krq_take(qp, buf)) {
+		cqe.wr_id = rwqe->wr_id;
+		kcq_push(&k.cqs[qp->recv_cq], &cqe);
+	}
+}
+
+/* RESET: what is queued is dropped, the indices go on. */
+static void kqp_reset(struct kqp *qp)
+{
+	qp->sq_cons = __atomic_load_n(&kring_hdr(qp->sq)->prod,
+				      __ATOMIC_ACQUIRE);
+	__atomic_store_n(&kring_hdr(qp->sq)->cons, qp->sq_cons,
+			 __ATOMIC_RELEASE);
+	qp->rq_cons = __atomic_load_n(&kring_hdr(qp->rq)->prod,
+				      __ATOMIC_ACQUIRE);
+	__atomic_store_n(&kring_hdr(qp->rq)->cons, qp->rq_cons,
+			 __ATOMIC_RELEASE);
+}
+
+/* The driver's post_send with wr == NULL: run the SQ (flush it in ERR). */
+static void kdoorbell(struct kqp *qp)
+{
+	struct vrdma_ring *hdr = kring_hdr(qp->sq);
+	struct vrdma_send_wqe *wqe;
+	uint8_t buf[4096];
+	uint32_t prod;
+
+	k.doorbells++;
+	prod = __atomic_load_n(&hdr->prod, __ATOMIC_ACQUIRE);
+	if (prod - qp->sq_cons > k.rings[qp->sq].n) {
+		k.bad_index++;
+		return;
+	}
+	while (qp->sq_cons != prod) {
+		/* copied out before it is looked at */
+		memcpy(buf, kring_entry(qp->sq, qp->sq_cons),
+		       k.rings[qp->sq].stride);
+		wqe = (struct vrdma_send_wqe *)buf;
+		if (qp->state == IBV_QPS_ERR)
+			kcq_push(&k.cqs[qp->send_cq], &(struct vrdma_cqe){
+					 .wr_id = wqe->wr_id,
+					 .status = IBV_WC_WR_FLUSH_ERR,
+					 .qp_num = qp->qpn,
+				 });
+		else
+			kexecute(qp, wqe);
+		qp->sq_cons++;
+		__atomic_store_n(&hdr->cons, qp->sq_cons, __ATOMIC_RELEASE);
+	}
+}
+
+/* ---- the ioctl protocol ---- */
+
+static struct ib_uverbs_attr *kattr(struct ib_uverbs_ioctl_hdr *hdr,
+				    uint16_t id)
+{
+	int i;
+
+	for (i = 0; i < hdr->num_attrs; i++)
+		if (hdr->attrs[i].attr_id == id)
+			return &hdr->attrs[i];
+	return NULL;
+}
+
+/* PTR_IN: up to 8 bytes inline, else a pointer */
+static const void *kattr_in(const struct ib_uverbs_attr *a)
+{
+	return a->len <= sizeof(a->data) ? (const void *)&a->data :
+					   (const void *)(uintptr_t)a->data;
+}
+
+static uint64_t kattr_u64(struct ib_uverbs_ioctl_hdr *hdr, uint16_t id)
+{
+	struct ib_uverbs_attr *a = kattr(hdr, id);
+	uint64_t v = 0;
+
+	if (a)
+		memcpy(&v, kattr_in(a), a->len < 8 ? a->len : 8);
+	return v;
+}
+
+/* IDR (object handle) attributes carry the handle itself */
+static uint32_t kattr_idr(struct ib_uverbs_ioctl_hdr *hdr, uint16_t id)
+{
+	struct ib_uverbs_attr *a = kattr(hdr, id);
+
+	return a ? a->data : UINT32_MAX;
+}
+
+static int kattr_out(struct ib_uverbs_attr *a, const void *src, size_t len)
+{
+	if (!a || a->len < len)
+		return ENOSPC;
+	memcpy((void *)(uintptr_t)a->data, src, len);
+	a->flags |= UVERBS_ATTR_F_VALID_OUTPUT;
+	return 0;
+}
+
+/* driver data: the provider must leave room for all of it */
+static int kuhw_out(struct ib_uverbs_ioctl_hdr *hdr, const void *src,
+		    size_t len)
+{
+	struct ib_uverbs_attr *a = kattr(hdr, UVERBS_ATTR_UHW_OUT);
+
+	if (!a || a->len != len) {
+		k.uhw_short++;
+		return EINVAL;
+	}
+	return kattr_out(a, src, len);
+}
+
+static int kcreate_cq(struct ib_uverbs_ioctl_hdr *hdr)
+{
+	uint32_t cqe = kattr_u64(hdr, UVERBS_ATTR_CREATE_CQ_CQE);
+	struct vrdma_create_cq_resp resp = {};
+	uint32_t h, resp_cqe;
+	struct kcq *cq;
+
+	for (h = 0; h < MAX_OBJS && k.cqs[h].live; h++)
+		;
+	if (h == MAX_OBJS || !cqe || cqe > 4096)
+		return EINVAL;
+	cq = &k.cqs[h];
+	*cq = (struct kcq){ .live = true };
+	cq->ring = kring_alloc(pow2_at_least(cqe + 1), sizeof(struct vrdma_cqe),
+			       RING_START);
+	cq->prod = RING_START;
+	resp_cqe = k.rings[cq->ring].n - 1;
+	kring_info(cq->ring, &resp.cq);
+
+	kattr(hdr, UVERBS_ATTR_CREATE_CQ_HANDLE)->data = h;
+	if (kattr_out(kattr(hdr, UVERBS_ATTR_CREATE_CQ_RESP_CQE), &resp_cqe,
+		      sizeof(resp_cqe)))
+		return ENOSPC;
+	return kuhw_out(hdr, &resp, sizeof(resp));
+}
+
+static int kcreate_qp(struct ib_uverbs_ioctl_hdr *hdr)
+{
+	struct ib_uverbs_attr *cap_attr = kattr(hdr, UVERBS_ATTR_CREATE_QP_CAP);
+	struct vrdma_create_qp_resp resp = {};
+	struct ib_uverbs_qp_cap cap;
+	uint32_t h, stride;
+	struct kqp *qp;
+
+	for (h = 0; h < MAX_OBJS && k.qps[h].live; h++)
+		;
+	if (h == MAX_OBJS || !cap_attr || cap_attr->len != sizeof(cap))
+		return EINVAL;
+	if (kattr(hdr, UVERBS_ATTR_CREATE_QP_SRQ_HANDLE))
+		return EOPNOTSUPP;
+	if (kattr_idr(hdr, UVERBS_ATTR_CREATE_QP_PD_HANDLE) != 3)
+		return EINVAL;
+	memcpy(&cap, kattr_in(cap_attr), sizeof(cap));
+	if (!cap.max_send_wr || !cap.max_recv_wr || cap.max_send_sge > 32 ||
+	    cap.max_recv_sge > 32 || cap.max_inline_data > 512)
+		return EINVAL;
+
+	qp = &k.qps[h];
+	*qp = (struct kqp){
+		.live = true,
+		.qpn = FIRST_QPN + h,
+		.type = kattr_u64(hdr, UVERBS_ATTR_CREATE_QP_TYPE),
+		.send_cq = kattr_idr(hdr, UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE),
+		.recv_cq = kattr_idr(hdr, UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE),
+		.sq_cons = RING_START,
+		.rq_cons = RING_START,
+	};
+
+	/* grant what the rounded-up rings hold */
+	stride = pow2_at_least(VRDMA_SEND_WQE_HDR_SIZE +
+			       (cap.max_send_sge * 16 > cap.max_inline_data ?
+					cap.max_send_sge * 16 :
+					cap.max_inline_data));
+	qp->sq = kring_alloc(pow2_at_least(cap.max_send_wr), stride,
+			     RING_START);
+	cap.max_send_wr = k.rings[qp->sq].n;
+	cap.max_send_sge = (stride - VRDMA_SEND_WQE_HDR_SIZE) / 16;
+	cap.max_inline_data = stride - VRDMA_SEND_WQE_HDR_SIZE;
+	if (k.bad_sq_caps)
+		cap.max_send_sge++;
+	stride = pow2_at_least(VRDMA_RECV_WQE_HDR_SIZE + cap.max_recv_sge * 16);
+	qp->rq = kring_alloc(pow2_at_least(cap.max_recv_wr), stride,
+			     RING_START);
+	cap.max_recv_wr = k.rings[qp->rq].n;
+	cap.max_recv_sge = (stride - VRDMA_RECV_WQE_HDR_SIZE) / 16;
+
+	kring_info(qp->sq, &resp.sq);
+	kring_info(qp->rq, &resp.rq);
+	resp.qpn = qp->qpn;
+
+	kattr(hdr, UVERBS_ATTR_CREATE_QP_HANDLE)->data = h;
+	if (kattr_out(kattr(hdr, UVERBS_ATTR_CREATE_QP_RESP_CAP), &cap,
+		      sizeof(cap)) ||
+	    kattr_out(kattr(hdr, UVERBS_ATTR_CREATE_QP_RESP_QP_NUM), &qp->qpn,
+		      sizeof(qp->qpn)))
+		return ENOSPC;
+	return kuhw_out(hdr, &resp, sizeof(resp));
+}
+
+/* RESIZE_CQ: the unpolled CQEs move to a new ring starting at a new cons. */
+static int kresize_cq(const struct ib_uverbs_resize_cq *cmd, void *out,
+		      size_t outlen, struct ib_uverbs_ioctl_hdr *hdr)
+{
+	struct ib_uverbs_resize_cq_resp resp = {};
+	struct vrdma_create_cq_resp drv = {};
+	uint32_t cons, pending, i;
+	struct kcq *cq;
+	int old, ring;
+
+	if (cmd->cq_handle >= MAX_OBJS || !k.cqs[cmd->cq_handle].live ||
+	    outlen < sizeof(resp))
+		return EINVAL;
+	cq = &k.cqs[cmd->cq_handle];
+	old = cq->ring;
+	cons = __atomic_load_n(&kring_hdr(old)->cons, __ATOMIC_ACQUIRE);
+	pending = cq->prod - cons;
+	if (pending > pow2_at_least(cmd->cqe + 1))
+		return EINVAL;
+
+	ring = kring_alloc(pow2_at_least(cmd->cqe + 1),
+			   sizeof(struct vrdma_cqe), RESIZE_START);
+	for (i = 0; i < pending; i++)
+		memcpy(kring_entry(ring, RESIZE_START + i),
+		       kring_entry(old, cons + i), sizeof(struct vrdma_cqe));
+	kring_hdr(ring)->prod = RESIZE_START + pending;
+	cq->ring = ring;
+	cq->prod = RESIZE_START + pending;
+
+	resp.cqe = k.rings[ring].n - 1;
+	memcpy(out, &resp, sizeof(resp));
+	kring_info(ring, &drv.cq);
+	return kuhw_out(hdr, &drv, sizeof(drv));
+}
+
+/* UVERBS_METHOD_INVOKE_WRITE: a legacy write() command over ioctl. */
+static int kinvoke_write(struct ib_uverbs_ioctl_hdr *hdr)
+{
+	struct ib_uverbs_attr *in_a = kattr(hdr, UVERBS_ATTR_CORE_IN);
+	struct ib_uverbs_attr *out_a = kattr(hdr, UVERBS_ATTR_CORE_OUT);
+	uint64_t cmd = kattr_u64(hdr, UVERBS_ATTR_WRITE_CMD);
+	void *out = out_a ? (void *)(uintptr_t)out_a->data : NULL;
+	size_t outlen = out_a ? out_a->len : 0;
+	const void *in;
+	size_t inlen;
+
+	/* libibverbs' probe for INVOKE_WRITE sends no request: too short */
+	if (!in_a)
+		return ENOSPC;
+	in = kattr_in(in_a);
+	inlen = in_a->len;
+
+	switch (cmd) {
+	case IB_USER_VERBS_CMD_ALLOC_PD: {
+		struct ib_uverbs_alloc_pd_resp resp = { .pd_handle = 3 };
+
+		if (outlen < sizeof(resp))
+			return ENOSPC;
+		memcpy(out, &resp, sizeof(resp));
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_REG_MR: {
+		const struct ib_uverbs_reg_mr *req = in;
+		struct ib_uverbs_reg_mr_resp resp = {
+			.mr_handle = 5,
+			.lkey = 0x1005,
+			.rkey = 0x2005,
+		};
+
+		if (inlen < sizeof(*req) || outlen < sizeof(resp) ||
+		    req->pd_handle != 3)
+			return EINVAL;
+		memcpy(out, &resp, sizeof(resp));
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_CREATE_AH: {
+		struct ib_uverbs_create_ah_resp resp = { .ah_handle = 0x77 };
+
+		if (inlen < sizeof(struct ib_uverbs_create_ah) ||
+		    outlen < sizeof(resp))
+			return EINVAL;
+		memcpy(out, &resp, sizeof(resp));
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_RESIZE_CQ:
+		if (inlen < sizeof(struct ib_uverbs_resize_cq))
+			return EINVAL;
+		return kresize_cq(in, out, outlen, hdr);
+	case IB_USER_VERBS_CMD_REQ_NOTIFY_CQ: {
+		const struct ib_uverbs_req_notify_cq *req = in;
+
+		if (inlen < sizeof(*req) || req->cq_handle >= MAX_OBJS ||
+		    !k.cqs[req->cq_handle].live)
+			return EINVAL;
+		k.cqs[req->cq_handle].arm_calls++;
+		k.cqs[req->cq_handle].solicited_only = req->solicited_only;
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_MODIFY_QP: {
+		const struct ib_uverbs_modify_qp *req = in;
+		struct kqp *qp;
+
+		if (inlen < sizeof(*req) || req->qp_handle >= MAX_OBJS ||
+		    !k.qps[req->qp_handle].live)
+			return EINVAL;
+		qp = &k.qps[req->qp_handle];
+		if (req->attr_mask & IBV_QP_STATE) {
+			qp->state = req->qp_state;
+			if (qp->state == IBV_QPS_ERR)
+				krq_flush(qp);
+			if (qp->state == IBV_QPS_RESET)
+				kqp_reset(qp);
+		}
+		if (req->attr_mask & IBV_QP_DEST_QPN)
+			qp->dest_qpn = req->dest_qp_num;
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_POST_SEND: {
+		struct ib_uverbs_post_send_resp resp = {};
+		struct ib_uverbs_post_send req;
+
+		k.last_post_send_len = inlen;
+		if (inlen < sizeof(req) || outlen < sizeof(resp))
+			return ENOSPC;
+		memcpy(&req, in, sizeof(req));
+		k.last_post_send = req;
+		if (req.qp_handle >= MAX_OBJS || !k.qps[req.qp_handle].live)
+			return EINVAL;
+		/* uverbs passes wr == NULL for an empty list */
+		if (!req.wr_count)
+			kdoorbell(&k.qps[req.qp_handle]);
+		memcpy(out, &resp, sizeof(resp));
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_POST_RECV: {
+		struct ib_uverbs_post_recv_resp resp = {};
+		struct ib_uverbs_post_recv req;
+
+		if (inlen < sizeof(req) || outlen < sizeof(resp))
+			return ENOSPC;
+		memcpy(&req, in, sizeof(req));
+		if (req.qp_handle >= MAX_OBJS || !k.qps[req.qp_handle].live)
+			return EINVAL;
+		/* wr == NULL: the RQ doorbell, flushes in ERR */
+		if (!req.wr_count) {
+			k.rq_doorbells++;
+			if (k.qps[req.qp_handle].state == IBV_QPS_ERR)
+				krq_flush(&k.qps[req.qp_handle]);
+		}
+		memcpy(out, &resp, sizeof(resp));
+		return 0;
+	}
+	}
+	k.unknown++;
+	return EOPNOTSUPP;
+}
+
+static int kioctl(struct ib_uverbs_ioctl_hdr *hdr)
+{
+	uint64_t h;
+
+	k.ioctls++;
+	switch (hdr->object_id << 16 | hdr->method_id) {
+	case UVERBS_OBJECT_DEVICE << 16 | UVERBS_METHOD_INVOKE_WRITE:
+		return kinvoke_write(hdr);
+	case UVERBS_OBJECT_DEVICE << 16 | UVERBS_METHOD_GET_CONTEXT: {
+		struct vrdma_alloc_ucontext_resp resp = {
+			.abi_version = VRDMA_UVERBS_ABI_VERSION,
+		};
+		uint64_t core_support = 0;
+		uint32_t vectors = 1;
+
+		kattr_out(kattr(hdr, UVERBS_ATTR_GET_CONTEXT_NUM_COMP_VECTORS),
+			  &vectors, sizeof(vectors));
+		kattr_out(kattr(hdr, UVERBS_ATTR_GET_CONTEXT_CORE_SUPPORT),
+			  &core_support, sizeof(core_support));
+		return kuhw_out(hdr, &resp, sizeof(resp));
+	}
+	case UVERBS_OBJECT_CQ << 16 | UVERBS_METHOD_CQ_CREATE:
+		return kcreate_cq(hdr);
+	case UVERBS_OBJECT_CQ << 16 | UVERBS_METHOD_CQ_DESTROY: {
+		struct ib_uverbs_destroy_cq_resp resp = {};
+
+		h = kattr(hdr, UVERBS_ATTR_DESTROY_CQ_HANDLE)->data;
+		if (h >= MAX_OBJS || !k.cqs[h].live)
+			return EINVAL;
+		k.cqs[h].live = false;
+		k.cq_destroys++;
+		return kattr_out(kattr(hdr, UVERBS_ATTR_DESTROY_CQ_RESP), &resp,
+				 sizeof(resp));
+	}
+	case UVERBS_OBJECT_QP << 16 | UVERBS_METHOD_QP_CREATE:
+		return kcreate_qp(hdr);
+	case UVERBS_OBJECT_QP << 16 | UVERBS_METHOD_QP_DESTROY: {
+		struct ib_uverbs_destroy_qp_resp resp = {};
+
+		h = kattr(hdr, UVERBS_ATTR_DESTROY_QP_HANDLE)->data;
+		if (h >= MAX_OBJS || !k.qps[h].live)
+			return EINVAL;
+		k.qps[h].live = false;
+		k.qp_destroys++;
+		return kattr_out(kattr(hdr, UVERBS_ATTR_DESTROY_QP_RESP), &resp,
+				 sizeof(resp));
+	}
+	case UVERBS_OBJECT_SRQ << 16 | UVERBS_METHOD_SRQ_CREATE:
+		return EOPNOTSUPP;	/* a module without SRQs */
+	case UVERBS_OBJECT_PD << 16 | UVERBS_METHOD_PD_DESTROY:
+	case UVERBS_OBJECT_MR << 16 | UVERBS_METHOD_MR_DESTROY:
+	case UVERBS_OBJECT_AH << 16 | UVERBS_METHOD_AH_DESTROY:
+		return 0;
+	}
+	k.unknown++;
+	return EPROTONOSUPPORT;
+}
+
+/* ---- the interposed system calls ---- */
+
+int ioctl(int fd, unsigned long request, ...)
+{
+	static int (*real)(int, unsigned long, ...);
+	va_list ap;
+	void *arg;
+	int ret;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+
+	if (fd == FAKE_FD && request == RDMA_VERBS_IOCTL) {
+		ret = kioctl(arg);
+		if (ret) {
+			errno = ret;
+			return -1;
+		}
+		return 0;
+	}
+	if (!real)
+		real = (__typeof__(real))dlsym(RTLD_NEXT, "ioctl");
+	return real(fd, request, arg);
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	static void *(*real)(void *, size_t, int, int, int, off_t);
+	int i;
+
+	if (fd == FAKE_FD && !(flags & MAP_ANONYMOUS)) {
+		for (i = 0; i < k.nrings; i++) {
+			struct kring *r = &k.rings[i];
+
+			if ((uint64_t)off != r->offset)
+				continue;
+			if (len != r->size || !(flags & MAP_SHARED) ||
+			    prot != (PROT_READ | PROT_WRITE))
+				break;
+			r->mapped++;
+			return r->mem;
+		}
+		errno = EINVAL;
+		return MAP_FAILED;
+	}
+	if (!real)
+		real = (__typeof__(real))dlsym(RTLD_NEXT, "mmap");
+	return real(addr, len, prot, flags, fd, off);
+}
+
+int munmap(void *addr, size_t len)
+{
+	static int (*real)(void *, size_t);
+	int i;
+
+	for (i = 0; i < k.nrings; i++) {
+		if (k.rings[i].mem != addr)
+			continue;
+		if (len != k.rings[i].size || !k.rings[i].mapped) {
+			errno = EINVAL;
+			return -1;
+		}
+		k.rings[i].mapped--;
+		return 0;
+	}
+	if (!real)
+		real = (__typeof__(real))dlsym(RTLD_NEXT, "munmap");
+	return real(addr, len);
+}
+
+/* ------------------------------------------------------------------------
+ * Loading the provider onto a device with no sysfs node (cmd_fd -1).
+ */
+
+static const struct verbs_device_ops *vrdma_ops;
+
+void verbs_register_driver_34(const struct verbs_device_ops *ops)
+{
+	void (*real)(const struct verbs_device_ops *ops);
+
+	if (ops && ops->name && !strcmp(ops->name, VRDMA_PROVIDER_NAME))
+		vrdma_ops = ops;
+	real = (__typeof__(real))dlvsym(RTLD_NEXT, "verbs_register_driver_34",
+					"IBVERBS_PRIVATE_34");
+	if (real)
+		real(ops);
+}
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static struct ibv_cq *scq, *rcq;
+static struct ibv_qp *qp;
+
+/* registered memory: all the buffers the tests move data between */
+static uint8_t mem[1 << 16];
+#define SRC (mem)
+#define DST (mem + 0x4000)
+#define REMOTE (mem + 0x8000)
+
+static int mapped_rings(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < k.nrings; i++)
+		n += k.rings[i].mapped;
+	return n;
+}
+
+static struct ibv_qp *create_rc_qp(int sq_sig_all)
+{
+	struct ibv_qp_init_attr attr = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.cap = { .max_send_wr = 5, .max_recv_wr = 5, .max_send_sge = 3,
+			 .max_recv_sge = 2, .max_inline_data = 40 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = sq_sig_all,
+	};
+
+	return ibv_create_qp(pd, &attr);
+}
+
+static int to_init(struct ibv_qp *q)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC,
+	};
+
+	return ibv_modify_qp(q, &attr,
+			     IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				     IBV_QP_ACCESS_FLAGS);
+}
+
+static int to_rtr(struct ibv_qp *q)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.dest_qp_num = q->qp_num,
+		.ah_attr = { .is_global = 1, .port_num = 1 },
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = 12,
+	};
+
+	return ibv_modify_qp(q, &attr,
+			     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				     IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER);
+}
+
+static int to_rts(struct ibv_qp *q)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_RTS,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.max_rd_atomic = 1,
+	};
+
+	return ibv_modify_qp(q, &attr,
+			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				     IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* INIT, RTR to itself, RTS */
+static int connect_loopback(struct ibv_qp *q)
+{
+	int ret = to_init(q);
+
+	if (!ret)
+		ret = to_rtr(q);
+	if (!ret)
+		ret = to_rts(q);
+	return ret;
+}
+
+static int post_recv_buf(struct ibv_qp *q, uint64_t wr_id, void *buf,
+			 uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 };
+	struct ibv_recv_wr *bad = NULL;
+
+	return ibv_post_recv(q, &wr, &bad);
+}
+
+/* ------------------------------------------------------------------------
+ * Tests, in order: each builds on the objects of the ones before.
+ */
+
+static void test_open(void)
+{
+	struct verbs_device *vdev;
+	void *lib;
+
+	lib = dlopen(VRDMA_PROVIDER_SO, RTLD_NOW | RTLD_LOCAL);
+	CHECK(lib);
+	if (!lib) {
+		printf("# dlopen: %s\n", dlerror());
+		exit(1);
+	}
+	CHECK(vrdma_ops);
+	if (!vrdma_ops)
+		exit(1);
+
+	vdev = vrdma_ops->alloc_device(NULL);
+	CHECK(vdev);
+	if (!vdev)
+		exit(1);
+	vdev->ops = vrdma_ops;
+	atomic_init(&vdev->refcount, 1);
+	vdev->device.node_type = IBV_NODE_CA;
+	vdev->device.transport_type = IBV_TRANSPORT_IB;
+	snprintf(vdev->device.name, sizeof(vdev->device.name), "vrdma0");
+
+	ctx = ibv_open_device(&vdev->device);
+	CHECK(ctx);
+	if (!ctx) {
+		printf("# ibv_open_device: %s\n", strerror(errno));
+		exit(1);
+	}
+	CHECK_EQ(0, k.uhw_short);
+	CHECK_EQ(0, k.unknown);
+
+	pd = ibv_alloc_pd(ctx);
+	CHECK(pd);
+	mr = ibv_reg_mr(pd, mem, sizeof(mem),
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ |
+				IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(mr);
+	if (!pd || !mr)
+		exit(1);
+	CHECK_EQ(0x1005, mr->lkey);
+	CHECK_EQ(0x2005, mr->rkey);
+}
+
+static void test_create_cq(void)
+{
+	struct vrdma_cq *vcq;
+
+	scq = ibv_create_cq(ctx, 7, NULL, NULL, 0);
+	rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(scq && rcq);
+	if (!scq || !rcq)
+		exit(1);
+	CHECK_EQ(7, scq->cqe);		/* the kernel's answer: 8 - 1 */
+	CHECK_EQ(31, rcq->cqe);
+	CHECK_EQ(2, mapped_rings());
+	vcq = vrdma_container_of(scq, struct vrdma_cq, vcq.cq);
+	CHECK_EQ(8, vcq->ring.num_entries);
+	CHECK_EQ(RING_START, vcq->ring.head);
+	CHECK_EQ(0, k.uhw_short);
+}
+
+static void test_create_qp(void)
+{
+	struct ibv_qp_init_attr attr = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.cap = { .max_send_wr = 5, .max_recv_wr = 5, .max_send_sge = 3,
+			 .max_recv_sge = 2, .max_inline_data = 40 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct vrdma_qp *vqp;
+
+	qp = ibv_create_qp(pd, &attr);
+	CHECK(qp);
+	if (!qp) {
+		printf("# ibv_create_qp: %s\n", strerror(errno));
+		exit(1);
+	}
+	/* what the kernel granted: 8 x 128-byte send WQEs, 8 x 64 receive */
+	CHECK_EQ(8, attr.cap.max_send_wr);
+	CHECK_EQ(4, attr.cap.max_send_sge);
+	CHECK_EQ(64, attr.cap.max_inline_data);
+	CHECK_EQ(8, attr.cap.max_recv_wr);
+	CHECK_EQ(3, attr.cap.max_recv_sge);
+	CHECK_EQ(FIRST_QPN, qp->qp_num);
+	CHECK_EQ(4, mapped_rings());
+
+	vqp = vrdma_container_of(qp, struct vrdma_qp, vqp.qp);
+	CHECK_EQ(4, vqp->sq.limits.max_sge);
+	CHECK_EQ(64, vqp->sq.limits.max_inline);
+	CHECK_EQ(0, vqp->sq.limits.sig_all);
+	CHECK_EQ(3, vqp->rq.max_sge);
+	CHECK_EQ(128, vqp->sq.ring.entry_size);
+	CHECK_EQ(64, vqp->rq.ring.entry_size);
+
+	CHECK_EQ(0, connect_loopback(qp));
+	CHECK_EQ(IBV_QPS_RTS, k.qps[0].state);
+	CHECK_EQ(qp->qp_num, k.qps[0].dest_qpn);
+	CHECK_EQ(0, k.uhw_short);
+	CHECK_EQ(0, k.unknown);
+}
+
+static void test_send_recv(void)
+{
+	struct ibv_sge sge[2] = {
+		{ .addr = (uintptr_t)SRC, .length = 10, .lkey = mr->lkey },
+		{ .addr = (uintptr_t)SRC + 100, .length = 6, .lkey = mr->lkey },
+	};
+	struct ibv_send_wr wr[2] = {
+		{ .wr_id = 1, .next = &wr[1], .sg_list = sge, .num_sge = 2,
+		  .opcode = IBV_WR_SEND },
+		{ .wr_id = 2, .sg_list = sge, .num_sge = 1,
+		  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+	};
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[4];
+	int ioctls;
+
+	memcpy(SRC, "0123456789", 10);
+	memcpy(SRC + 100, "abcdef", 6);
+	memset(DST, 0, 64);
+
+	ioctls = k.ioctls;
+	CHECK_EQ(0, post_recv_buf(qp, 11, DST, 32));
+	CHECK_EQ(0, post_recv_buf(qp, 12, DST + 32, 32));
+	CHECK_EQ(ioctls, k.ioctls);	/* no system call */
+
+	CHECK_EQ(0, ibv_post_send(qp, wr, &bad));
+	/* one system call: POST_SEND for this QP with no work requests */
+	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(1, k.doorbells);
+	CHECK_EQ(sizeof(struct ib_uverbs_post_send), k.last_post_send_len);
+	CHECK_EQ(0, k.last_post_send.qp_handle);
+	CHECK_EQ(0, k.last_post_send.wr_count);
+	CHECK_EQ(0, k.last_post_send.sge_count);
+
+	ioctls = k.ioctls;
+	/* only the signaled one completes on the send side */
+	CHECK_EQ(1, ibv_poll_cq(scq, 4, wc));
+	CHECK_EQ(2, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_SUCCESS, wc[0].status);
+	CHECK_EQ(IBV_WC_SEND, wc[0].opcode);
+	CHECK_EQ(qp->qp_num, wc[0].qp_num);
+
+	CHECK_EQ(2, ibv_poll_cq(rcq, 4, wc));
+	CHECK_EQ(11, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_RECV, wc[0].opcode);
+	CHECK_EQ(16, wc[0].byte_len);
+	CHECK_EQ(0, wc[0].wc_flags);
+	CHECK_EQ(qp->qp_num, wc[0].src_qp);
+	CHECK_EQ(12, wc[1].wr_id);
+	CHECK_EQ(10, wc[1].byte_len);
+	CHECK(!memcmp(DST, "0123456789abcdef", 16));
+	CHECK(!memcmp(DST + 32, "0123456789", 10));
+	CHECK_EQ(0, ibv_poll_cq(rcq, 4, wc));
+	CHECK_EQ(ioctls, k.ioctls);	/* polling makes no system call */
+}
+
+static void test_inline_imm(void)
+{
+	static const char msg[] = "inline, with immediate data";
+	struct ibv_sge sge = { .addr = (uintptr_t)msg, .length = sizeof(msg) };
+	struct ibv_send_wr wr = {
+		.wr_id = 3,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND_WITH_IMM,
+		.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED,
+		.imm_data = htobe32(0xfeedf00d),
+	};
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[2];
+
+	memset(DST, 0, 64);
+	CHECK_EQ(0, post_recv_buf(qp, 13, DST, 64));
+	CHECK_EQ(0, ibv_post_send(qp, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	CHECK_EQ(3, wc[0].wr_id);
+	CHECK_EQ(1, ibv_poll_cq(rcq, 2, wc));
+	CHECK_EQ(13, wc[0].wr_id);
+	CHECK_EQ(sizeof(msg), wc[0].byte_len);
+	CHECK_EQ(IBV_WC_WITH_IMM, wc[0].wc_flags);
+	CHECK_EQ(htobe32(0xfeedf00d), wc[0].imm_data);
+	CHECK(!memcmp(DST, msg, sizeof(msg)));
+}
+
+static void test_rdma(void)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)SRC, .length = 8,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 4,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)REMOTE,
+			     .rkey = mr->rkey },
+	};
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[2];
+
+	memcpy(SRC, "written!", 8);
+	memset(REMOTE, 0, 64);
+	CHECK_EQ(0, ibv_post_send(qp, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	CHECK_EQ(IBV_WC_RDMA_WRITE, wc[0].opcode);
+	CHECK_EQ(IBV_WC_SUCCESS, wc[0].status);
+	CHECK(!memcmp(REMOTE, "written!", 8));
+
+	/* with immediate: the responder's RQ gives a completion */
+	CHECK_EQ(0, post_recv_buf(qp, 14, DST, 64));
+	wr.wr_id = 5;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.imm_data = htobe32(42);
+	wr.wr.rdma.remote_addr = (uintptr_t)REMOTE + 8;
+	CHECK_EQ(0, ibv_post_send(qp, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	CHECK_EQ(5, wc[0].wr_id);
+	CHECK_EQ(1, ibv_poll_cq(rcq, 2, wc));
+	CHECK_EQ(14, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_RECV_RDMA_WITH_IMM, wc[0].opcode);
+	CHECK_EQ(htobe32(42), wc[0].imm_data);
+	CHECK(!memcmp(REMOTE + 8, "written!", 8));
+
+	/* read it back somewhere else */
+	memset(DST, 0, 64);
+	sge.addr = (uintptr_t)DST;
+	sge.length = 16;
+	wr.wr_id = 6;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = (uintptr_t)REMOTE;
+	CHECK_EQ(0, ibv_post_send(qp, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	CHECK_EQ(IBV_WC_RDMA_READ, wc[0].opcode);
+	CHECK_EQ(16, wc[0].byte_len);
+	CHECK(!memcmp(DST, "written!written!", 16));
+}
+
+static void test_atomics(void)
+{
+	uint64_t *target = (uint64_t *)(void *)REMOTE;
+	uint64_t *result = (uint64_t *)(void *)DST;
+	struct ibv_sge sge = { .addr = (uintptr_t)DST, .length = 8,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 7,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.atomic = { .remote_addr = (uintptr_t)REMOTE,
+			       .compare_add = 5, .rkey = mr->rkey },
+	};
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[2];
+
+	*target = 100;
+	CHECK_EQ(0, ibv_post_send(qp, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	CHECK_EQ(IBV_WC_FETCH_ADD, wc[0].opcode);
+	CHECK_EQ(100, *result);
+	CHECK_EQ(105, *target);
+
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 105;
+	wr.wr.atomic.swap = 7;
+	CHECK_EQ(0, ibv_post_send(qp, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	CHECK_EQ(IBV_WC_COMP_SWAP, wc[0].opcode);
+	CHECK_EQ(105, *result);
+	CHECK_EQ(7, *target);
+}
+
+static void test_sq_full(void)
+{
+	struct ibv_send_wr wr[9] = {};
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[16];
+	int i, doorbells = k.doorbells;
+
+	for (i = 0; i < 9; i++) {
+		wr[i].wr_id = 100 + i;
+		wr[i].next = i < 8 ? &wr[i + 1] : NULL;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)REMOTE;
+	}
+	/* 8 fit; the 9th does not, and the 8 are rung in once */
+	CHECK_EQ(ENOMEM, ibv_post_send(qp, wr, &bad));
+	CHECK(bad == &wr[8]);
+	CHECK_EQ(doorbells + 1, k.doorbells);
+	CHECK_EQ(8, ibv_poll_cq(scq, 16, wc));
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(100 + i, wc[i].wr_id);
+	CHECK_EQ(0, k.overflow);
+}
+
+static void test_bad_wr(void)
+{
+	struct ibv_sge sge[5] = {};
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = sge, .num_sge = 5,
+				  .opcode = IBV_WR_SEND };
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = sge, .num_sge = 4 };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_recv_wr *rbad = NULL;
+	int ioctls = k.ioctls;
+
+	/* nothing posted, so no doorbell */
+	CHECK_EQ(EINVAL, ibv_post_send(qp, &wr, &bad));
+	CHECK(bad == &wr);
+	wr.num_sge = 1;
+	sge[0].length = 65;
+	wr.send_flags = IBV_SEND_INLINE;
+	bad = NULL;
+	CHECK_EQ(EINVAL, ibv_post_send(qp, &wr, &bad));
+	CHECK(bad == &wr);
+	CHECK_EQ(EINVAL, ibv_post_recv(qp, &rwr, &rbad));
+	CHECK(rbad == &rwr);
+	CHECK_EQ(ioctls, k.ioctls);
+}
+
+static void test_sig_all(void)
+{
+	struct ibv_send_wr wr = { .wr_id = 9, .opcode = IBV_WR_RDMA_WRITE,
+				  .wr.rdma.remote_addr = (uintptr_t)REMOTE };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp *q = create_rc_qp(1);
+	struct ibv_wc wc[2];
+
+	CHECK(q);
+	if (!q)
+		return;
+	CHECK_EQ(0, connect_loopback(q));
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	CHECK_EQ(9, wc[0].wr_id);
+	CHECK_EQ(q->qp_num, wc[0].qp_num);
+	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
+static void test_req_notify(void)
+{
+	int ioctls = k.ioctls;
+
+	CHECK_EQ(0, ibv_req_notify_cq(rcq, 1));
+	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(1, k.cqs[1].arm_calls);
+	CHECK_EQ(1, k.cqs[1].solicited_only);
+}
+
+static void test_resize_cq(void)
+{
+	struct ibv_send_wr wr[3] = {};
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[8];
+	int i, old = k.cqs[0].ring;
+	struct vrdma_cq *vcq;
+
+	for (i = 0; i < 3; i++) {
+		wr[i].wr_id = 200 + i;
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)REMOTE;
+	}
+	CHECK_EQ(0, ibv_post_send(qp, wr, &bad));
+
+	/* 3 CQEs not polled yet move to the new ring */
+	CHECK_EQ(0, ibv_resize_cq(scq, 40));
+	CHECK_EQ(63, scq->cqe);
+	CHECK_EQ(0, k.rings[old].mapped);
+	CHECK_EQ(1, k.rings[k.cqs[0].ring].mapped);
+	vcq = vrdma_container_of(scq, struct vrdma_cq, vcq.cq);
+	CHECK_EQ(RESIZE_START, vcq->ring.head);
+	CHECK_EQ(64, vcq->ring.num_entries);
+
+	CHECK_EQ(3, ibv_poll_cq(scq, 8, wc));
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(200 + i, wc[i].wr_id);
+	CHECK_EQ(RESIZE_START + 3, kring_hdr(k.cqs[0].ring)->cons);
+
+	/* and the CQ goes on working */
+	wr[0].next = NULL;
+	CHECK_EQ(0, ibv_post_send(qp, wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 8, wc));
+	CHECK_EQ(200, wc[0].wr_id);
+}
+
+static void test_not_ready(void)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = 0xdead, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma.remote_addr = (uintptr_t)REMOTE,
+	};
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp *q = create_rc_qp(0);
+	int ioctls = k.ioctls;
+	struct vrdma_qp *vqp;
+	struct ibv_wc wc[4];
+	uint32_t prod;
+
+	CHECK(q);
+	if (!q)
+		return;
+	vqp = vrdma_container_of(q, struct vrdma_qp, vqp.qp);
+	prod = vqp->sq.ring.hdr->prod;
+
+	/* RESET: neither queue takes work requests */
+	CHECK_EQ(EINVAL, ibv_post_send(q, &wr, &bad));
+	CHECK(bad == &wr);
+	CHECK_EQ(EINVAL, post_recv_buf(q, 0xdead, DST, 64));
+	CHECK_EQ(ioctls, k.ioctls);
+	/* INIT: only the RQ */
+	CHECK_EQ(0, to_init(q));
+	ioctls = k.ioctls;
+	bad = NULL;
+	CHECK_EQ(EINVAL, ibv_post_send(q, &wr, &bad));
+	CHECK(bad == &wr);
+	memset(DST, 0, 64);
+	CHECK_EQ(0, post_recv_buf(q, 0x1a17, DST, 64));
+	CHECK_EQ(ioctls, k.ioctls);
+	/* RTR: still not the SQ */
+	CHECK_EQ(0, to_rtr(q));
+	ioctls = k.ioctls;
+	bad = NULL;
+	CHECK_EQ(EINVAL, ibv_post_send(q, &wr, &bad));
+	CHECK(bad == &wr);
+	CHECK_EQ(ioctls, k.ioctls);
+	/* nothing of it reached the ring */
+	CHECK_EQ(prod, vqp->sq.ring.hdr->prod);
+
+	/* RTS: the SQ runs, and the receive posted in INIT gets the SEND */
+	CHECK_EQ(0, to_rts(q));
+	wr.wr_id = 0x600d;
+	wr.opcode = IBV_WR_SEND;
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 4, wc));
+	CHECK_EQ(0x600d, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_SUCCESS, wc[0].status);
+	CHECK_EQ(1, ibv_poll_cq(rcq, 4, wc));
+	CHECK_EQ(0x1a17, wc[0].wr_id);
+	CHECK_EQ(q->qp_num, wc[0].qp_num);
+	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
+static void test_error_flush(void)
+{
+	struct ibv_send_wr wr = { .wr_id = 0x20, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp *q = create_rc_qp(0);
+	int ioctls, rq_doorbells, i;
+	struct ibv_wc wc[8];
+
+	CHECK(q);
+	if (!q)
+		return;
+	CHECK_EQ(0, connect_loopback(q));
+	/* receives in RTS: no system call */
+	rq_doorbells = k.rq_doorbells;
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(0, post_recv_buf(q, 0x10 + i, DST, 64));
+	CHECK_EQ(rq_doorbells, k.rq_doorbells);
+
+	/* to ERR: the kernel flushes them */
+	CHECK_EQ(0, ibv_modify_qp(q, &attr, IBV_QP_STATE));
+	CHECK_EQ(3, ibv_poll_cq(rcq, 8, wc));
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ(0x10 + i, wc[i].wr_id);
+		CHECK_EQ(IBV_WC_WR_FLUSH_ERR, wc[i].status);
+	}
+
+	/* posted in ERR: both rung in, both flushed */
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 8, wc));
+	CHECK_EQ(0x20, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_WR_FLUSH_ERR, wc[0].status);
+	ioctls = k.ioctls;
+	CHECK_EQ(0, post_recv_buf(q, 0x21, DST, 64));
+	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(rq_doorbells + 1, k.rq_doorbells);
+	CHECK_EQ(1, ibv_poll_cq(rcq, 8, wc));
+	CHECK_EQ(0x21, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_WR_FLUSH_ERR, wc[0].status);
+	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
+/* What is queued at RESET never runs; the rings go on from there. */
+static void test_reset_and_reuse(void)
+{
+	struct ibv_send_wr wr = { .wr_id = 0x30, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp *q = create_rc_qp(0);
+	struct ibv_wc wc[8];
+
+	CHECK(q);
+	if (!q)
+		return;
+	CHECK_EQ(0, connect_loopback(q));
+	CHECK_EQ(0, post_recv_buf(q, 0xdead, DST, 64));
+	CHECK_EQ(0, ibv_modify_qp(q, &attr, IBV_QP_STATE));
+	CHECK_EQ(0, connect_loopback(q));
+	CHECK_EQ(0, post_recv_buf(q, 0x600d, DST, 64));
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	CHECK_EQ(1, ibv_poll_cq(scq, 8, wc));
+	CHECK_EQ(0x30, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_SUCCESS, wc[0].status);
+	CHECK_EQ(1, ibv_poll_cq(rcq, 8, wc));
+	CHECK_EQ(0x600d, wc[0].wr_id);
+	CHECK_EQ(0, ibv_poll_cq(rcq, 8, wc));
+	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
+static void test_srq_unsupported(void)
+{
+	struct ibv_srq_init_attr attr = { .attr = { .max_wr = 4,
+						    .max_sge = 1 } };
+
+	errno = 0;
+	CHECK(!ibv_create_srq(pd, &attr));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	CHECK_EQ(0, k.unknown);
+}
+
+static void test_create_qp_ex(void)
+{
+	struct ibv_qp_init_attr_ex attr = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+	};
+	int ioctls = k.ioctls;
+	struct ibv_qp *q;
+
+	/* no ibv_wr_* ops: refused before anything reaches the kernel */
+	errno = 0;
+	CHECK(!ibv_create_qp_ex(ctx, &attr));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	CHECK_EQ(ioctls, k.ioctls);
+
+	/* creation flags none: the same as ibv_create_qp */
+	attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
+	attr.create_flags = 0;
+	q = ibv_create_qp_ex(ctx, &attr);
+	CHECK(q);
+	if (!q)
+		return;
+	CHECK_EQ(1, attr.cap.max_send_wr);
+	CHECK_EQ(4, attr.cap.max_send_sge);	/* a 64 + 16 byte WQE -> 128 */
+	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
+static void test_bad_caps(void)
+{
+	int destroys = k.qp_destroys, mapped = mapped_rings();
+
+	k.bad_sq_caps = true;
+	errno = 0;
+	CHECK(!create_rc_qp(0));
+	CHECK_EQ(EPROTO, errno);
+	k.bad_sq_caps = false;
+	/* the kernel's QP was destroyed, nothing stays mapped */
+	CHECK_EQ(destroys + 1, k.qp_destroys);
+	CHECK_EQ(mapped, mapped_rings());
+}
+
+static void test_ud(void)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.cap = { .max_send_wr = 2, .max_recv_wr = 2, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_UD,
+	};
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct ibv_sge sge = { .addr = (uintptr_t)SRC, .length = 4,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 8, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	};
+	struct vrdma_send_wqe *wqe = (struct vrdma_send_wqe *)k.last_wqe;
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc[2];
+	struct ibv_ah *ah;
+	struct ibv_qp *q;
+
+	q = ibv_create_qp(pd, &init);
+	ah = ibv_create_ah(pd, &ah_attr);
+	CHECK(q && ah);
+	if (!q || !ah)
+		return;
+	CHECK_EQ(0x77, ah->handle);
+	CHECK_EQ(0, ibv_modify_qp(q, &(struct ibv_qp_attr){
+					.qp_state = IBV_QPS_INIT,
+					.port_num = 1,
+					.qkey = 0x11111111,
+				  }, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				  IBV_QP_PORT | IBV_QP_QKEY));
+	CHECK_EQ(0, ibv_modify_qp(q, &(struct ibv_qp_attr){
+					.qp_state = IBV_QPS_RTR,
+				  }, IBV_QP_STATE));
+	CHECK_EQ(0, ibv_modify_qp(q, &(struct ibv_qp_attr){
+					.qp_state = IBV_QPS_RTS,
+				  }, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = 0xabcdef;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	CHECK_EQ(0x77, wqe->ud.ah);
+	CHECK_EQ(0xabcdef, wqe->ud.remote_qpn);
+	CHECK_EQ(0x11111111, wqe->ud.remote_qkey);
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	CHECK_EQ(8, wc[0].wr_id);
+	CHECK_EQ(0, ibv_destroy_ah(ah));
+	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
+static void test_destroy(void)
+{
+	CHECK_EQ(0, ibv_destroy_qp(qp));
+	CHECK_EQ(2, mapped_rings());
+	CHECK_EQ(0, ibv_destroy_cq(scq));
+	CHECK_EQ(0, ibv_destroy_cq(rcq));
+	CHECK_EQ(0, mapped_rings());
+	CHECK_EQ(0, ibv_dereg_mr(mr));
+	CHECK_EQ(0, ibv_dealloc_pd(pd));
+	CHECK_EQ(0, ibv_close_device(ctx));
+
+	CHECK_EQ(0, k.unknown);
+	CHECK_EQ(0, k.uhw_short);
+	CHECK_EQ(0, k.overflow);
+	CHECK_EQ(0, k.bad_index);
+}
+
+static const struct tap_test tests[] = {
+	{ "open through the provider, GET_CONTEXT, PD, MR", test_open },
+	{ "create_cq maps the ring the kernel describes", test_create_cq },
+	{ "create_qp takes the kernel's caps and maps SQ and RQ",
+	  test_create_qp },
+	{ "SEND; no system call in post_recv, poll_cq; one in post_send",
+	  test_send_recv },
+	{ "inline SEND with immediate data", test_inline_imm },
+	{ "RDMA WRITE, WRITE WITH IMM, READ", test_rdma },
+	{ "atomic FETCH_AND_ADD and CMP_AND_SWP", test_atomics },
+	{ "full SQ: ENOMEM, bad_wr, one doorbell for the rest", test_sq_full },
+	{ "bad work requests: EINVAL, bad_wr, no system call", test_bad_wr },
+	{ "sq_sig_all signals every WQE", test_sig_all },
+	{ "SQ refused before RTS, RQ before INIT, nothing queued",
+	  test_not_ready },
+	{ "ERR flushes; WRs posted in ERR are rung in and flushed",
+	  test_error_flush },
+	{ "RESET drops what is queued, the QP works again after it",
+	  test_reset_and_reuse },
+	{ "req_notify_cq goes to the kernel", test_req_notify },
+	{ "resize_cq keeps unpolled CQEs and the kernel's cons",
+	  test_resize_cq },
+	{ "create_srq passes the kernel's EOPNOTSUPP on",
+	  test_srq_unsupported },
+	{ "create_qp_ex: refuses send ops, takes plain ones",
+	  test_create_qp_ex },
+	{ "granted caps the ring cannot hold: EPROTO, QP destroyed",
+	  test_bad_caps },
+	{ "UD: create_ah, the AH handle in the WQE", test_ud },
+	{ "destroy everything, every ring unmapped", test_destroy },
+};
+
+int main(void)
+{
+	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));
+}

@@ -168,6 +168,13 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	vrdma_init_attr(vdev);
 	ib_set_device_ops(ibdev, &vrdma_dev_ops);
 	ib_set_device_ops(ibdev, &vrdma_counters_ops);
+	/*
+	 * Commands beyond ib_core's default set: the doorbells (an empty
+	 * POST_SEND, and POST_RECV in the error state) and arming a CQ.
+	 */
+	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
+				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
+				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
 
 	/* The RoCEv2 UDP port of the netdev's namespace. */
 	ret = vrdma_net_dev_open(vdev);

@@ -279,6 +279,23 @@ static void vrdma_qp_free_queues(struct vrdma_qp *qp)
 	kfree(qp->rwqe.wqe);
 }
 
+static void vrdma_qp_reset(struct vrdma_qp *qp)
+{
+	/* Posted WQEs are discarded without completions. */
+	vrdma_queue_reset(&qp->sq);
+	if (!qp->srq)
+		vrdma_queue_reset(&qp->rq);
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	/* No message in progress: an opcode vrdma_opcode[] does not know. */
+	qp->resp.opcode = 0xff;
+	qp->req.fetch = qp->sq.kidx;
+	qp->req.cur = qp->sq.kidx;
+	qp->rwqe.valid = false;
+	del_timer(&qp->rnr_timer);
+	skb_queue_purge(&qp->rx);
+}
+
 /**
  * vrdma_create_qp() - create a QP in the RESET state
  * @ibqp: ib_core's QP, embedded in ours
@@ -345,6 +362,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (ret)
 		goto err_xa;
+	vrdma_qp_reset(qp);
 	/* Visible to the receive path only when complete. */
 	xa_store(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
 	return 0;
@@ -391,21 +409,6 @@ static int vrdma_qp_set_av(struct vrdma_qp *qp, struct rdma_ah_attr *ah)
 	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
 	av->flow_label = grh->flow_label;
 	return 0;
-}
-
-static void vrdma_qp_reset(struct vrdma_qp *qp)
-{
-	/* Posted WQEs are discarded without completions. */
-	vrdma_queue_reset(&qp->sq);
-	if (!qp->srq)
-		vrdma_queue_reset(&qp->rq);
-	memset(&qp->req, 0, sizeof(qp->req));
-	memset(&qp->resp, 0, sizeof(qp->resp));
-	qp->req.fetch = qp->sq.kidx;
-	qp->req.cur = qp->sq.kidx;
-	qp->rwqe.valid = false;
-	del_timer(&qp->rnr_timer);
-	skb_queue_purge(&qp->rx);
 }
 
 /* Check the values of the attributes in @mask; states are checked apart. */

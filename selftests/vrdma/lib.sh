@@ -113,12 +113,17 @@ skip_all()
 	exit 4
 }
 
-# vrdma_load: ib_core, uverbs and our module from the build tree.
+# vrdma_load: our module from the build tree, after the modules it needs
+# (insmod does not load dependencies) and uverbs for user space.
 vrdma_load()
 {
+	local dep
+
 	[ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
 	[ -f "$VRDMA_KO" ] || skip_all "$VRDMA_KO not built"
-	modprobe ib_core && modprobe ib_uverbs || return 1
+	for dep in $(modinfo -F depends "$VRDMA_KO" | tr ',' ' ') ib_uverbs; do
+		modprobe "$dep" || return 1
+	done
 	lsmod | grep -q '^vrdma ' || insmod "$VRDMA_KO"
 }
 

@@ -32,15 +32,18 @@ static void vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 			break;
 		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
 	}
-	if (vrdma_psn_diff(vrdma_psn_add(psn, 1), qp->req.una) > 0)
+	if (vrdma_psn_diff(vrdma_psn_add(psn, 1), qp->req.una) > 0) {
 		qp->req.una = vrdma_psn_add(psn, 1);
+		qp->req.retry = 0;	/* progress */
+	}
+	vrdma_retrans_arm(qp);
 }
 
 /*
  * Go back to @psn: the requester resends from the packet with that PSN.
  * Returns the WQE it falls in, or NULL if it is not outstanding.
  */
-static struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
+struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 {
 	u32 i;
 
@@ -72,7 +75,7 @@ static struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 	}
 }
 
-static void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
+void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
 {
 	struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
 
@@ -97,6 +100,7 @@ static void vrdma_rnr_nak(struct vrdma_qp *qp, u32 psn, u8 timer)
 		return;
 	qp->req.rnr_retry++;
 	qp->req.rnr_wait = true;
+	del_timer(&qp->retrans_timer);
 	mod_timer(&qp->rnr_timer,
 		  jiffies + usecs_to_jiffies(vrdma_rnr_usecs[timer & 31]));
 }
@@ -185,9 +189,8 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 	swqe->read_done += pkt->paylen;
 	if (pkt->mask & VRDMA_OPF_LAST) {
 		qp->req.rnr_retry = 0;
-		if (vrdma_psn_diff(vrdma_psn_add(pkt->psn, 1), qp->req.una) > 0)
-			qp->req.una = vrdma_psn_add(pkt->psn, 1);
 		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
+		vrdma_ack_up_to(qp, pkt->psn);
 	}
 }
 

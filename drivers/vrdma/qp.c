@@ -104,6 +104,7 @@ void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event)
 	if (qp->state != IB_QPS_ERR) {
 		qp->state = IB_QPS_ERR;
 		del_timer(&qp->rnr_timer);
+		del_timer(&qp->retrans_timer);
 		if (event)
 			vrdma_qp_event(qp, event);
 	}
@@ -163,6 +164,11 @@ static void vrdma_qp_task(struct work_struct *work)
 	bool again;
 
 	mutex_lock(&qp->mutex);
+	/* A QP being destroyed arms no timer and sends nothing. */
+	if (qp->destroyed) {
+		mutex_unlock(&qp->mutex);
+		return;
+	}
 	while (budget-- && (skb = skb_dequeue(&qp->rx))) {
 		if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT) {
 			kfree_skb(skb);
@@ -189,6 +195,14 @@ static void vrdma_rnr_timer(struct timer_list *t)
 	struct vrdma_qp *qp = from_timer(qp, t, rnr_timer);
 
 	WRITE_ONCE(qp->req.rnr_wait, false);
+	vrdma_qp_schedule(qp);
+}
+
+static void vrdma_retrans_timer(struct timer_list *t)
+{
+	struct vrdma_qp *qp = from_timer(qp, t, retrans_timer);
+
+	WRITE_ONCE(qp->req.timed_out, true);
 	vrdma_qp_schedule(qp);
 }
 
@@ -293,6 +307,7 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
 	qp->req.cur = qp->sq.kidx;
 	qp->rwqe.valid = false;
 	del_timer(&qp->rnr_timer);
+	del_timer(&qp->retrans_timer);
 	skb_queue_purge(&qp->rx);
 }
 
@@ -344,6 +359,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	skb_queue_head_init(&qp->rx);
 	INIT_WORK(&qp->task, vrdma_qp_task);
 	timer_setup(&qp->rnr_timer, vrdma_rnr_timer, 0);
+	timer_setup(&qp->retrans_timer, vrdma_retrans_timer, 0);
 	refcount_set(&qp->refs, 1);
 	init_completion(&qp->done);
 
@@ -619,8 +635,10 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
  * @udata: unused
  *
  * No new packet can find the QP once it is out of the table; we wait for
- * those that did, stop the task and the timer, and only then free.  No
- * completions are generated.
+ * those that did, stop the task and the timers, and only then free.  No
+ * completions are generated.  (rxe once freed a QP under a running
+ * retransmission timer; the destroyed flag, set under the mutex, is what
+ * keeps the task from re-arming one here.)
  *
  * Return: 0
  */
@@ -637,7 +655,12 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	vrdma_qp_put(qp);
 	wait_for_completion(&qp->done);
 
+	/*
+	 * Only the task and its timers arm timers, and the task now returns
+	 * at once: after this nothing of the QP can run again.
+	 */
 	del_timer_sync(&qp->rnr_timer);
+	del_timer_sync(&qp->retrans_timer);
 	cancel_work_sync(&qp->task);
 	skb_queue_purge(&qp->rx);
 

@@ -288,6 +288,8 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		swqe->state = VRDMA_SWQE_SENDING;
 	}
 	qp->req.psn = vrdma_psn_add(psn, npsn);
+	if (!timer_pending(&qp->retrans_timer))
+		vrdma_retrans_arm(qp);
 	qp->req.offset += paylen;
 	if (last) {
 		swqe->last_psn = vrdma_psn_add(psn, npsn - 1);
@@ -297,6 +299,45 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	}
 	vrdma_pkt_send(qp->vdev, &qp->av, skb);
 	return 0;
+}
+
+/**
+ * vrdma_retrans_arm() - (re)start or stop the retransmission timer
+ * @qp: the QP, mutex held
+ *
+ * Runs whenever requests are sent or acknowledged: the timer measures how
+ * long the oldest unacknowledged request has gone without progress.  A
+ * timeout attribute of 0 means wait forever.
+ */
+void vrdma_retrans_arm(struct vrdma_qp *qp)
+{
+	u8 t = qp->attr.timeout;
+
+	if (qp->req.una == qp->req.psn || qp->req.rnr_wait || !t ||
+	    qp->state == IB_QPS_ERR) {
+		del_timer(&qp->retrans_timer);
+		return;
+	}
+	/* IBA: 4.096 us * 2^timeout. */
+	mod_timer(&qp->retrans_timer,
+		  jiffies + usecs_to_jiffies((4096ULL << t) / 1000) + 1);
+}
+
+/*
+ * The timer fired: the oldest request, or its ACK, was lost.  Go back to
+ * it and send everything again, at most retry_cnt times in a row.
+ */
+static void vrdma_timed_out(struct vrdma_qp *qp)
+{
+	qp->req.timed_out = false;
+	if (qp->req.una == qp->req.psn)
+		return;		/* the ACK arrived meanwhile */
+	if (qp->req.retry >= qp->attr.retry_cnt) {
+		vrdma_fail_head(qp, IB_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->req.retry++;
+	vrdma_rewind(qp, qp->req.una);
 }
 
 /* Is there an RDMA READ not completed before @idx? (for the fence flag) */
@@ -325,6 +366,11 @@ void vrdma_requester(struct vrdma_qp *qp)
 		return;
 	if (!vrdma_fetch_swqes(qp))
 		return;
+	if (READ_ONCE(qp->req.timed_out)) {
+		vrdma_timed_out(qp);
+		if (qp->state == IB_QPS_ERR)
+			return;
+	}
 
 	while (qp->req.cur != qp->req.fetch && !qp->req.rnr_wait) {
 		struct vrdma_swqe *swqe = &qp->swqe[qp->req.cur & qp->sq.mask];

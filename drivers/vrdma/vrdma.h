@@ -350,8 +350,10 @@ struct vrdma_av {
  * @offset: bytes of @cur already sent
  * @psn: PSN of the next request packet
  * @una: oldest PSN not acknowledged yet
- * @rnr_retry: RNR NAKs still allowed for the current WQE (7: unlimited)
+ * @rnr_retry: RNR NAKs received in a row for the current WQE
  * @rnr_wait: waiting for the RNR timer before resending
+ * @retry: timeouts in a row without progress
+ * @timed_out: the retransmission timer fired; handled by the task
  * @sqd_event: IB_EVENT_SQ_DRAINED still to be sent
  *
  * SQ indices between sq.kidx (oldest not completed) and @cur have all their
@@ -366,6 +368,8 @@ struct vrdma_req {
 	u32 una;
 	u8 rnr_retry;
 	bool rnr_wait;
+	u8 retry;
+	bool timed_out;
 	bool sqd_event;
 };
 
@@ -431,6 +435,8 @@ struct vrdma_resp {
  * @req: requester and completer state
  * @resp: responder state
  * @rnr_timer: fires when an RNR NAK's delay has passed
+ * @retrans_timer: fires when sent requests stay unacknowledged for the
+ *	QP's timeout (the "timeout" attribute)
  * @rx: incoming packets for the task; has its own lock
  * @task: runs completer, responder and requester for this QP
  * @refs: lookups from the receive path hold a reference
@@ -462,6 +468,7 @@ struct vrdma_qp {
 	struct vrdma_req req;
 	struct vrdma_resp resp;
 	struct timer_list rnr_timer;
+	struct timer_list retrans_timer;
 
 	struct sk_buff_head rx;
 	struct work_struct task;
@@ -653,5 +660,8 @@ void vrdma_flush_rq(struct vrdma_qp *qp);
 void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 			 u8 status);
+void vrdma_retrans_arm(struct vrdma_qp *qp);
+void vrdma_fail_head(struct vrdma_qp *qp, u8 status);
+struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
 
 #endif /* VRDMA_H */

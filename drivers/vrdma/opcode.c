@@ -5,34 +5,34 @@
  * The receive path looks an incoming opcode up here before it trusts
  * anything else in the packet: an opcode whose mask is 0 is one vrdma does
  * not implement (RD, CNP, vendor opcodes) and the packet is dropped.  The
- * senders use the same table to size their headers, so both directions
- * agree on the layout by construction.
+ * senders size their headers from the same table, so both directions agree
+ * on the layout.
  *
- * The header length of an opcode is not written by hand: VRDMA_HDR_LEN()
- * adds up the extension headers its mask names, in the order of
- * vrdma_ext_offset(), so the two cannot disagree.
+ * Each entry names the extension headers twice, once as mask flags and once
+ * in the header length; they must agree with each other and with the order
+ * of vrdma_ext_offset() (DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt,
+ * IETH), which the order of the terms below follows.
  */
 #include <rdma/ib_pack.h>
 
 #include "pkt.h"
 
-#define VRDMA_HDR_LEN(mask)						\
-	(sizeof(struct vrdma_bth) +					\
-	 ((mask) & VRDMA_OPF_DETH ? sizeof(struct vrdma_deth) : 0) +	\
-	 ((mask) & VRDMA_OPF_RETH ? sizeof(struct vrdma_reth) : 0) +	\
-	 ((mask) & VRDMA_OPF_ATMETH ? sizeof(struct vrdma_atmeth) : 0) + \
-	 ((mask) & VRDMA_OPF_AETH ? sizeof(struct vrdma_aeth) : 0) +	\
-	 ((mask) & VRDMA_OPF_ATMACK ? sizeof(struct vrdma_atmack) : 0) + \
-	 ((mask) & VRDMA_OPF_IMMDT ? sizeof(struct vrdma_immdt) : 0) +	\
-	 ((mask) & VRDMA_OPF_IETH ? sizeof(struct vrdma_ieth) : 0))
-
-/* One table entry: the name is the opcode's own, without IB_OPCODE_. */
-#define VRDMA_OP(op, m)							\
+#define VRDMA_OP(op, m, len)						\
 	[IB_OPCODE_##op] = {						\
 		.name = #op,						\
 		.mask = (m),						\
-		.hdr_len = VRDMA_HDR_LEN(m),				\
+		.hdr_len = (len),					\
 	}
+
+/* Header lengths */
+#define BTH		sizeof(struct vrdma_bth)
+#define DETH		sizeof(struct vrdma_deth)
+#define RETH		sizeof(struct vrdma_reth)
+#define ATMETH		sizeof(struct vrdma_atmeth)
+#define AETH		sizeof(struct vrdma_aeth)
+#define ATMACK		sizeof(struct vrdma_atmack)
+#define IMMDT		sizeof(struct vrdma_immdt)
+#define IETH		sizeof(struct vrdma_ieth)
 
 /* Packet positions within a message; a single packet is all three. */
 #define P_FIRST		VRDMA_OPF_FIRST
@@ -40,77 +40,102 @@
 #define P_LAST		VRDMA_OPF_LAST
 #define P_ONLY		(VRDMA_OPF_FIRST | VRDMA_OPF_LAST | VRDMA_OPF_ONLY)
 
-#define T_RC		VRDMA_OPF_RC
-#define T_UC		VRDMA_OPF_UC
-#define T_UD		VRDMA_OPF_UD
-
-/* What the operations carry, without their position and transport. */
-#define SEND_REQ	(VRDMA_OPF_REQ | VRDMA_OPF_SEND | VRDMA_OPF_PAYLOAD)
-#define WRITE_REQ	(VRDMA_OPF_REQ | VRDMA_OPF_WRITE | VRDMA_OPF_PAYLOAD)
-#define READ_REQ	(VRDMA_OPF_REQ | VRDMA_OPF_READ | VRDMA_OPF_RETH)
-#define READ_RESP	(VRDMA_OPF_RESP | VRDMA_OPF_READ | VRDMA_OPF_PAYLOAD)
-#define ATOMIC_REQ	(VRDMA_OPF_REQ | VRDMA_OPF_ATOMIC | VRDMA_OPF_ATMETH)
-#define ACK_RESP	(VRDMA_OPF_RESP | VRDMA_OPF_ACK | VRDMA_OPF_AETH)
-
 /*
- * The SEND and RDMA WRITE opcodes are the same for RC and UC (UC only has
- * no responses), so they are listed once, for transport @tr and mask @t.
- * The last packet of a SEND, and an RDMA WRITE with immediate, consume a
- * receive WQE (COMP).
+ * What the operations are, without position and headers.  The last packet
+ * of a SEND, and an RDMA WRITE with immediate, consume a receive WQE.
  */
-#define VRDMA_SEND_WRITE_OPS(tr, t)					\
-	VRDMA_OP(tr##_SEND_FIRST, t | SEND_REQ | P_FIRST),		\
-	VRDMA_OP(tr##_SEND_MIDDLE, t | SEND_REQ | P_MIDDLE),		\
-	VRDMA_OP(tr##_SEND_LAST,					\
-		 t | SEND_REQ | P_LAST | VRDMA_OPF_COMP),		\
-	VRDMA_OP(tr##_SEND_LAST_WITH_IMMEDIATE,				\
-		 t | SEND_REQ | P_LAST | VRDMA_OPF_COMP | VRDMA_OPF_IMMDT), \
-	VRDMA_OP(tr##_SEND_ONLY,					\
-		 t | SEND_REQ | P_ONLY | VRDMA_OPF_COMP),		\
-	VRDMA_OP(tr##_SEND_ONLY_WITH_IMMEDIATE,				\
-		 t | SEND_REQ | P_ONLY | VRDMA_OPF_COMP | VRDMA_OPF_IMMDT), \
-	VRDMA_OP(tr##_RDMA_WRITE_FIRST,					\
-		 t | WRITE_REQ | P_FIRST | VRDMA_OPF_RETH),		\
-	VRDMA_OP(tr##_RDMA_WRITE_MIDDLE, t | WRITE_REQ | P_MIDDLE),	\
-	VRDMA_OP(tr##_RDMA_WRITE_LAST, t | WRITE_REQ | P_LAST),		\
-	VRDMA_OP(tr##_RDMA_WRITE_LAST_WITH_IMMEDIATE,			\
-		 t | WRITE_REQ | P_LAST | VRDMA_OPF_COMP | VRDMA_OPF_IMMDT), \
-	VRDMA_OP(tr##_RDMA_WRITE_ONLY,					\
-		 t | WRITE_REQ | P_ONLY | VRDMA_OPF_RETH),		\
-	VRDMA_OP(tr##_RDMA_WRITE_ONLY_WITH_IMMEDIATE,			\
-		 t | WRITE_REQ | P_ONLY | VRDMA_OPF_COMP | VRDMA_OPF_RETH | \
-		 VRDMA_OPF_IMMDT)
+#define RC_SEND		(VRDMA_OPF_RC | VRDMA_OPF_REQ | VRDMA_OPF_SEND | \
+			 VRDMA_OPF_PAYLOAD)
+#define UC_SEND		(VRDMA_OPF_UC | VRDMA_OPF_REQ | VRDMA_OPF_SEND | \
+			 VRDMA_OPF_PAYLOAD)
+#define UD_SEND		(VRDMA_OPF_UD | VRDMA_OPF_REQ | VRDMA_OPF_SEND | \
+			 VRDMA_OPF_PAYLOAD)
+#define RC_WRITE	(VRDMA_OPF_RC | VRDMA_OPF_REQ | VRDMA_OPF_WRITE | \
+			 VRDMA_OPF_PAYLOAD)
+#define UC_WRITE	(VRDMA_OPF_UC | VRDMA_OPF_REQ | VRDMA_OPF_WRITE | \
+			 VRDMA_OPF_PAYLOAD)
+#define RC_READ_REQ	(VRDMA_OPF_RC | VRDMA_OPF_REQ | VRDMA_OPF_READ)
+#define RC_READ_RESP	(VRDMA_OPF_RC | VRDMA_OPF_RESP | VRDMA_OPF_READ | \
+			 VRDMA_OPF_PAYLOAD)
+#define RC_ATOMIC_REQ	(VRDMA_OPF_RC | VRDMA_OPF_REQ | VRDMA_OPF_ATOMIC)
+#define RC_ACK		(VRDMA_OPF_RC | VRDMA_OPF_RESP | VRDMA_OPF_ACK)
+#define COMP		VRDMA_OPF_COMP
 
 const struct vrdma_opcode_info vrdma_opcode[256] = {
-	VRDMA_SEND_WRITE_OPS(RC, T_RC),
+	/* RC: SEND */
+	VRDMA_OP(RC_SEND_FIRST, RC_SEND | P_FIRST, BTH),
+	VRDMA_OP(RC_SEND_MIDDLE, RC_SEND | P_MIDDLE, BTH),
+	VRDMA_OP(RC_SEND_LAST, RC_SEND | P_LAST | COMP, BTH),
+	VRDMA_OP(RC_SEND_LAST_WITH_IMMEDIATE,
+		 RC_SEND | P_LAST | COMP | VRDMA_OPF_IMMDT, BTH + IMMDT),
 	VRDMA_OP(RC_SEND_LAST_WITH_INVALIDATE,
-		 T_RC | SEND_REQ | P_LAST | VRDMA_OPF_COMP | VRDMA_OPF_IETH),
+		 RC_SEND | P_LAST | COMP | VRDMA_OPF_IETH, BTH + IETH),
+	VRDMA_OP(RC_SEND_ONLY, RC_SEND | P_ONLY | COMP, BTH),
+	VRDMA_OP(RC_SEND_ONLY_WITH_IMMEDIATE,
+		 RC_SEND | P_ONLY | COMP | VRDMA_OPF_IMMDT, BTH + IMMDT),
 	VRDMA_OP(RC_SEND_ONLY_WITH_INVALIDATE,
-		 T_RC | SEND_REQ | P_ONLY | VRDMA_OPF_COMP | VRDMA_OPF_IETH),
+		 RC_SEND | P_ONLY | COMP | VRDMA_OPF_IETH, BTH + IETH),
 
-	/* One request asks for the whole read; the responses carry it. */
-	VRDMA_OP(RC_RDMA_READ_REQUEST, T_RC | READ_REQ | P_ONLY),
+	/* RC: RDMA WRITE; the first packet says where to */
+	VRDMA_OP(RC_RDMA_WRITE_FIRST,
+		 RC_WRITE | P_FIRST | VRDMA_OPF_RETH, BTH + RETH),
+	VRDMA_OP(RC_RDMA_WRITE_MIDDLE, RC_WRITE | P_MIDDLE, BTH),
+	VRDMA_OP(RC_RDMA_WRITE_LAST, RC_WRITE | P_LAST, BTH),
+	VRDMA_OP(RC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+		 RC_WRITE | P_LAST | COMP | VRDMA_OPF_IMMDT, BTH + IMMDT),
+	VRDMA_OP(RC_RDMA_WRITE_ONLY,
+		 RC_WRITE | P_ONLY | VRDMA_OPF_RETH, BTH + RETH),
+	VRDMA_OP(RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+		 RC_WRITE | P_ONLY | COMP | VRDMA_OPF_RETH | VRDMA_OPF_IMMDT,
+		 BTH + RETH + IMMDT),
+
+	/* RC: RDMA READ; one request asks for it all, responses carry it */
+	VRDMA_OP(RC_RDMA_READ_REQUEST,
+		 RC_READ_REQ | P_ONLY | VRDMA_OPF_RETH, BTH + RETH),
 	/* Middle responses carry no AETH: only the ends are acknowledged. */
 	VRDMA_OP(RC_RDMA_READ_RESPONSE_FIRST,
-		 T_RC | READ_RESP | P_FIRST | VRDMA_OPF_AETH),
-	VRDMA_OP(RC_RDMA_READ_RESPONSE_MIDDLE, T_RC | READ_RESP | P_MIDDLE),
+		 RC_READ_RESP | P_FIRST | VRDMA_OPF_AETH, BTH + AETH),
+	VRDMA_OP(RC_RDMA_READ_RESPONSE_MIDDLE, RC_READ_RESP | P_MIDDLE, BTH),
 	VRDMA_OP(RC_RDMA_READ_RESPONSE_LAST,
-		 T_RC | READ_RESP | P_LAST | VRDMA_OPF_AETH),
+		 RC_READ_RESP | P_LAST | VRDMA_OPF_AETH, BTH + AETH),
 	VRDMA_OP(RC_RDMA_READ_RESPONSE_ONLY,
-		 T_RC | READ_RESP | P_ONLY | VRDMA_OPF_AETH),
+		 RC_READ_RESP | P_ONLY | VRDMA_OPF_AETH, BTH + AETH),
 
-	VRDMA_OP(RC_ACKNOWLEDGE, T_RC | ACK_RESP | P_ONLY),
+	/* RC: atomics and acknowledgements */
+	VRDMA_OP(RC_COMPARE_SWAP,
+		 RC_ATOMIC_REQ | P_ONLY | VRDMA_OPF_ATMETH, BTH + ATMETH),
+	VRDMA_OP(RC_FETCH_ADD,
+		 RC_ATOMIC_REQ | P_ONLY | VRDMA_OPF_ATMETH, BTH + ATMETH),
+	VRDMA_OP(RC_ACKNOWLEDGE, RC_ACK | P_ONLY | VRDMA_OPF_AETH, BTH + AETH),
 	VRDMA_OP(RC_ATOMIC_ACKNOWLEDGE,
-		 T_RC | ACK_RESP | P_ONLY | VRDMA_OPF_ATOMIC | VRDMA_OPF_ATMACK),
-	VRDMA_OP(RC_COMPARE_SWAP, T_RC | ATOMIC_REQ | P_ONLY),
-	VRDMA_OP(RC_FETCH_ADD, T_RC | ATOMIC_REQ | P_ONLY),
+		 RC_ACK | VRDMA_OPF_ATOMIC | P_ONLY | VRDMA_OPF_AETH |
+		 VRDMA_OPF_ATMACK, BTH + AETH + ATMACK),
 
-	VRDMA_SEND_WRITE_OPS(UC, T_UC),
+	/* UC: SEND and RDMA WRITE, as RC but never answered */
+	VRDMA_OP(UC_SEND_FIRST, UC_SEND | P_FIRST, BTH),
+	VRDMA_OP(UC_SEND_MIDDLE, UC_SEND | P_MIDDLE, BTH),
+	VRDMA_OP(UC_SEND_LAST, UC_SEND | P_LAST | COMP, BTH),
+	VRDMA_OP(UC_SEND_LAST_WITH_IMMEDIATE,
+		 UC_SEND | P_LAST | COMP | VRDMA_OPF_IMMDT, BTH + IMMDT),
+	VRDMA_OP(UC_SEND_ONLY, UC_SEND | P_ONLY | COMP, BTH),
+	VRDMA_OP(UC_SEND_ONLY_WITH_IMMEDIATE,
+		 UC_SEND | P_ONLY | COMP | VRDMA_OPF_IMMDT, BTH + IMMDT),
+	VRDMA_OP(UC_RDMA_WRITE_FIRST,
+		 UC_WRITE | P_FIRST | VRDMA_OPF_RETH, BTH + RETH),
+	VRDMA_OP(UC_RDMA_WRITE_MIDDLE, UC_WRITE | P_MIDDLE, BTH),
+	VRDMA_OP(UC_RDMA_WRITE_LAST, UC_WRITE | P_LAST, BTH),
+	VRDMA_OP(UC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
+		 UC_WRITE | P_LAST | COMP | VRDMA_OPF_IMMDT, BTH + IMMDT),
+	VRDMA_OP(UC_RDMA_WRITE_ONLY,
+		 UC_WRITE | P_ONLY | VRDMA_OPF_RETH, BTH + RETH),
+	VRDMA_OP(UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+		 UC_WRITE | P_ONLY | COMP | VRDMA_OPF_RETH | VRDMA_OPF_IMMDT,
+		 BTH + RETH + IMMDT),
 
-	/* UD messages are single packets; the DETH names the sender. */
+	/* UD: single-packet SENDs; the DETH names the sending QP */
 	VRDMA_OP(UD_SEND_ONLY,
-		 T_UD | SEND_REQ | P_ONLY | VRDMA_OPF_COMP | VRDMA_OPF_DETH),
+		 UD_SEND | P_ONLY | COMP | VRDMA_OPF_DETH, BTH + DETH),
 	VRDMA_OP(UD_SEND_ONLY_WITH_IMMEDIATE,
-		 T_UD | SEND_REQ | P_ONLY | VRDMA_OPF_COMP | VRDMA_OPF_DETH |
-		 VRDMA_OPF_IMMDT),
+		 UD_SEND | P_ONLY | COMP | VRDMA_OPF_DETH | VRDMA_OPF_IMMDT,
+		 BTH + DETH + IMMDT),
 };

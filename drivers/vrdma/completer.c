@@ -187,6 +187,9 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 		}
 	}
 	swqe->read_done += pkt->paylen;
+	/* Each response is progress: a long READ must not time out. */
+	qp->req.retry = 0;
+	vrdma_retrans_arm(qp);
 	if (pkt->mask & VRDMA_OPF_LAST) {
 		qp->req.rnr_retry = 0;
 		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);

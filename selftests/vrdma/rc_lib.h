@@ -1,0 +1,900 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers of rc_test.c: RC QP pairs connected through RoCEv2 GIDs, buffers
+ * with registered MRs, data patterns, completion polling with timeouts and
+ * one generic "transfer and check every byte and every CQE field" step.
+ *
+ * Every helper that checks something takes the harness' _metadata, so that
+ * EXPECT_*() / ASSERT_*() work inside it and report the helper's line; an
+ * ASSERT aborts the test child, whose exit releases all verbs resources.
+ *
+ * No wait here is unbounded: completions, CQ events and async events are all
+ * polled against a deadline (RC_TIMEOUT_MS), so that a broken driver fails a
+ * test instead of hanging the suite.
+ */
+#ifndef RC_LIB_H
+#define RC_LIB_H
+
+#include <endian.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "kselftest_harness.h"
+
+#define RC_TIMEOUT_MS	10000	/* any single wait */
+#define RC_QUIET_MS	200	/* "nothing more arrives" */
+#define RC_MAX_SGE	16	/* SGEs we use at most, for time */
+#define RC_PORT		1
+#define RC_HOP_LIMIT	64
+
+/* Test-wide configuration, set up by main() before the tests fork. */
+struct rc_config {
+	const char *type;	/* "vrdma" or "rxe" */
+	int is_rxe;		/* accept rxe's documented deviations */
+	char name[2][32];	/* the two RDMA devices */
+	int gid_idx[2];		/* their IPv4 RoCE v2 GID index */
+};
+extern struct rc_config rc_cfg;
+
+/* An rxe deviation from the IB spec that we tolerate on rxe only. */
+#define RC_QUIRK(fmt, ...) \
+	TH_LOG("rxe quirk (accepted on rxe only): " fmt, ##__VA_ARGS__)
+
+static inline double rc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static inline int rc_sh(const char *cmd)
+{
+	int rc = system(cmd);
+
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* ---- devices -------------------------------------------------------- */
+
+struct rc_dev {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_device_attr attr;
+	struct ibv_port_attr port;
+	int gid_idx;
+	union ibv_gid gid;
+	int owned;		/* we opened ctx (not an alias of another) */
+};
+
+static inline struct ibv_context *rc_open_by_name(const char *name)
+{
+	struct ibv_device **list, **d;
+	struct ibv_context *ctx = NULL;
+
+	list = ibv_get_device_list(NULL);
+	if (!list)
+		return NULL;
+	for (d = list; *d; d++)
+		if (!strcmp(ibv_get_device_name(*d), name))
+			ctx = ibv_open_device(*d);
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+static inline void rc_dev_open(struct __test_metadata *_metadata,
+			       struct rc_dev *d, int i)
+{
+	memset(d, 0, sizeof(*d));
+	d->ctx = rc_open_by_name(rc_cfg.name[i]);
+	ASSERT_NE(NULL, d->ctx) {
+		TH_LOG("cannot open %s", rc_cfg.name[i]);
+	}
+	d->owned = 1;
+	ASSERT_EQ(0, ibv_query_device(d->ctx, &d->attr));
+	ASSERT_EQ(0, ibv_query_port(d->ctx, RC_PORT, &d->port));
+	ASSERT_EQ(IBV_PORT_ACTIVE, d->port.state);
+	d->gid_idx = rc_cfg.gid_idx[i];
+	ASSERT_EQ(0, ibv_query_gid(d->ctx, RC_PORT, d->gid_idx, &d->gid));
+	/* An IPv4-mapped GID: ::ffff:a.b.c.d */
+	ASSERT_EQ(0xffff, (d->gid.raw[10] << 8) | d->gid.raw[11]);
+	d->pd = ibv_alloc_pd(d->ctx);
+	ASSERT_NE(NULL, d->pd);
+}
+
+static inline void rc_dev_close(struct rc_dev *d)
+{
+	if (!d->owned)
+		return;
+	if (d->pd)
+		ibv_dealloc_pd(d->pd);
+	if (d->ctx)
+		ibv_close_device(d->ctx);
+	memset(d, 0, sizeof(*d));
+}
+
+static inline int rc_max_sge(const struct rc_dev *d)
+{
+	return d->attr.max_sge < RC_MAX_SGE ? d->attr.max_sge : RC_MAX_SGE;
+}
+
+/* ---- QPs ------------------------------------------------------------ */
+
+struct rc_opts {
+	int send_cqe, recv_cqe;		/* default 256 */
+	int max_send_wr, max_recv_wr;	/* default 128 */
+	int max_send_sge, max_recv_sge;	/* default min(16, max_sge) */
+	int max_inline;			/* default 0 */
+	int sq_sig_all;
+	int channel;			/* a completion channel for the RCQ */
+	int no_connect;			/* leave both QPs in RESET */
+	int access;			/* QP access flags; default R/W */
+	int timeout;			/* 0: 16 (268 ms) */
+	int retry_cnt;			/* 0: 7 */
+	int rnr_retry;			/* 0: 7 (infinite) */
+};
+
+struct rc_qp {
+	struct rc_dev *dev;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_comp_channel *ch;
+	struct ibv_qp *qp;
+	struct ibv_qp_cap cap;		/* what create_qp granted */
+	uint32_t sq_psn;		/* initial PSNs */
+	uint32_t rq_psn;
+	int timeout, retry_cnt, rnr_retry;
+};
+
+struct rc_pair {
+	struct rc_qp a, b;
+	struct rc_opts o;
+};
+
+static inline void rc_opts_default(struct rc_opts *o, const struct rc_dev *d)
+{
+	if (!o->send_cqe)
+		o->send_cqe = 256;
+	if (!o->recv_cqe)
+		o->recv_cqe = 256;
+	if (!o->max_send_wr)
+		o->max_send_wr = 128;
+	if (!o->max_recv_wr)
+		o->max_recv_wr = 128;
+	if (!o->max_send_sge)
+		o->max_send_sge = rc_max_sge(d);
+	if (!o->max_recv_sge)
+		o->max_recv_sge = rc_max_sge(d);
+	if (!o->access)
+		o->access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+}
+
+static inline void rc_qp_create(struct __test_metadata *_metadata,
+				struct rc_qp *q, struct rc_dev *d,
+				const struct rc_opts *o)
+{
+	struct ibv_qp_init_attr ia;
+
+	memset(q, 0, sizeof(*q));
+	q->dev = d;
+	if (o->channel) {
+		q->ch = ibv_create_comp_channel(d->ctx);
+		ASSERT_NE(NULL, q->ch);
+	}
+	q->scq = ibv_create_cq(d->ctx, o->send_cqe, NULL, NULL, 0);
+	ASSERT_NE(NULL, q->scq);
+	ASSERT_LE(o->send_cqe, q->scq->cqe);
+	q->rcq = ibv_create_cq(d->ctx, o->recv_cqe, NULL, q->ch, 0);
+	ASSERT_NE(NULL, q->rcq);
+	ASSERT_LE(o->recv_cqe, q->rcq->cqe);
+
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = q->scq;
+	ia.recv_cq = q->rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = o->sq_sig_all;
+	ia.cap.max_send_wr = o->max_send_wr;
+	ia.cap.max_recv_wr = o->max_recv_wr;
+	ia.cap.max_send_sge = o->max_send_sge;
+	ia.cap.max_recv_sge = o->max_recv_sge;
+	ia.cap.max_inline_data = o->max_inline;
+	q->qp = ibv_create_qp(d->pd, &ia);
+	ASSERT_NE(NULL, q->qp) {
+		TH_LOG("ibv_create_qp: %s", strerror(errno));
+	}
+	/* The granted capabilities are at least what we asked for. */
+	q->cap = ia.cap;
+	ASSERT_LE(o->max_send_wr, q->cap.max_send_wr);
+	ASSERT_LE(o->max_recv_wr, q->cap.max_recv_wr);
+	ASSERT_LE(o->max_send_sge, q->cap.max_send_sge);
+	ASSERT_LE(o->max_recv_sge, q->cap.max_recv_sge);
+	EXPECT_EQ(IBV_QPS_RESET, q->qp->state);
+	EXPECT_EQ(IBV_QPT_RC, q->qp->qp_type);
+}
+
+static inline int rc_rd_atomic(int dev_max)
+{
+	return dev_max <= 0 ? 1 : dev_max < 16 ? dev_max : 16;
+}
+
+/* The three modify_qp steps; each returns ibv_modify_qp's result. */
+static inline int rc_to_init(struct rc_qp *q, int access)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = RC_PORT,
+		.qp_access_flags = access,
+	};
+
+	return ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+static inline void rc_rtr_attr(struct ibv_qp_attr *a, struct rc_qp *q,
+			       uint32_t dqpn, const union ibv_gid *dgid,
+			       uint32_t rq_psn)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = q->dev->port.active_mtu;
+	a->dest_qp_num = dqpn;
+	a->rq_psn = rq_psn;
+	a->max_dest_rd_atomic = rc_rd_atomic(q->dev->attr.max_qp_rd_atom);
+	a->min_rnr_timer = 1;	/* 0.01 ms */
+	a->ah_attr.is_global = 1;
+	a->ah_attr.grh.dgid = *dgid;
+	a->ah_attr.grh.sgid_index = q->dev->gid_idx;
+	a->ah_attr.grh.hop_limit = RC_HOP_LIMIT;
+	a->ah_attr.port_num = RC_PORT;
+}
+
+#define RC_RTR_MASK (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | \
+		     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | \
+		     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
+#define RC_RTS_MASK (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
+		     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
+
+static inline void rc_rts_attr(struct ibv_qp_attr *a, struct rc_qp *q,
+			       uint32_t sq_psn)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	/* 4.096 us * 2^16 = 268 ms by default: TCG is slow. */
+	a->timeout = q->timeout ? q->timeout : 16;
+	a->retry_cnt = q->retry_cnt ? q->retry_cnt : 7;
+	a->rnr_retry = q->rnr_retry ? q->rnr_retry : 7;	/* 7: infinite */
+	a->sq_psn = sq_psn;
+	a->max_rd_atomic = rc_rd_atomic(q->dev->attr.max_qp_init_rd_atom);
+}
+
+static inline void rc_qp_connect(struct __test_metadata *_metadata,
+				 struct rc_qp *q, const struct rc_qp *peer,
+				 int access)
+{
+	struct ibv_qp_attr a;
+
+	ASSERT_EQ(0, rc_to_init(q, access));
+	rc_rtr_attr(&a, q, peer->qp->qp_num, &peer->dev->gid, q->rq_psn);
+	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, RC_RTR_MASK)) {
+		TH_LOG("INIT->RTR failed");
+	}
+	rc_rts_attr(&a, q, q->sq_psn);
+	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, RC_RTS_MASK)) {
+		TH_LOG("RTR->RTS failed");
+	}
+}
+
+/*
+ * A on @da and B on @db (the same device for loopback), connected. A's
+ * first PSN is just below the 24-bit wrap, so that multi-packet messages
+ * cross it.
+ */
+static inline void rc_pair_create(struct __test_metadata *_metadata,
+				  struct rc_pair *p, struct rc_dev *da,
+				  struct rc_dev *db, const struct rc_opts *o)
+{
+	memset(p, 0, sizeof(*p));
+	if (o)
+		p->o = *o;
+	rc_opts_default(&p->o, da);
+	rc_qp_create(_metadata, &p->a, da, &p->o);
+	rc_qp_create(_metadata, &p->b, db, &p->o);
+	p->a.timeout = p->b.timeout = p->o.timeout;
+	p->a.retry_cnt = p->b.retry_cnt = p->o.retry_cnt;
+	p->a.rnr_retry = p->b.rnr_retry = p->o.rnr_retry;
+	p->a.sq_psn = 0xfffff0;
+	p->b.rq_psn = p->a.sq_psn;
+	p->b.sq_psn = 0x123456;
+	p->a.rq_psn = p->b.sq_psn;
+	if (p->o.no_connect)
+		return;
+	rc_qp_connect(_metadata, &p->a, &p->b, p->o.access);
+	rc_qp_connect(_metadata, &p->b, &p->a, p->o.access);
+}
+
+static inline void rc_qp_destroy(struct rc_qp *q)
+{
+	if (q->qp)
+		ibv_destroy_qp(q->qp);
+	if (q->scq)
+		ibv_destroy_cq(q->scq);
+	if (q->rcq)
+		ibv_destroy_cq(q->rcq);
+	if (q->ch)
+		ibv_destroy_comp_channel(q->ch);
+	memset(q, 0, sizeof(*q));
+}
+
+static inline void rc_pair_destroy(struct rc_pair *p)
+{
+	rc_qp_destroy(&p->a);
+	rc_qp_destroy(&p->b);
+}
+
+static inline enum ibv_qp_state rc_qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return -1;
+	return a.qp_state;
+}
+
+/* ---- buffers and patterns -------------------------------------------- */
+
+struct rc_buf {
+	uint8_t *p;
+	size_t size;
+	struct ibv_mr *mr;
+};
+
+#define RC_ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		       IBV_ACCESS_REMOTE_READ)
+
+static inline void rc_buf_alloc(struct __test_metadata *_metadata,
+				struct rc_buf *b, struct ibv_pd *pd,
+				size_t size, int access)
+{
+	memset(b, 0, sizeof(*b));
+	b->size = size;
+	b->p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, b->p);
+	b->mr = ibv_reg_mr(pd, b->p, size, access);
+	ASSERT_NE(NULL, b->mr) {
+		TH_LOG("ibv_reg_mr(%zu, %#x): %s", size, access,
+		       strerror(errno));
+	}
+	EXPECT_EQ(b->p, b->mr->addr);
+	EXPECT_EQ(size, b->mr->length);
+}
+
+static inline void rc_buf_free(struct rc_buf *b)
+{
+	if (b->mr)
+		ibv_dereg_mr(b->mr);
+	if (b->p && b->p != MAP_FAILED)
+		munmap(b->p, b->size);
+	memset(b, 0, sizeof(*b));
+}
+
+/* Byte @i of the stream @seed: not periodic in any power of two. */
+static inline uint8_t rc_pat(uint32_t seed, size_t i)
+{
+	uint32_t x = (uint32_t)i * 2654435761u + seed * 0x9e3779b9u;
+
+	x ^= x >> 15;
+	x *= 0x85ebca6bu;
+	x ^= x >> 13;
+	return x;
+}
+
+static inline void rc_fill(uint8_t *p, size_t n, uint32_t seed, size_t from)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = rc_pat(seed, from + i);
+}
+
+/* ---- SG lists --------------------------------------------------------- */
+
+struct rc_seg {
+	size_t off;	/* in the buffer */
+	size_t len;
+};
+
+struct rc_sgl {
+	int n;
+	size_t total;
+	size_t end;	/* first offset past the last segment */
+	struct rc_seg s[RC_MAX_SGE];
+};
+
+/*
+ * Lay out @total bytes as @n segments from offset @start: uneven lengths,
+ * each segment at an odd distance (1..13 bytes) after the previous one, so
+ * that neither starts nor lengths are aligned. n is clamped to total, and
+ * is 0 for total 0.
+ */
+static inline void rc_sgl_layout(struct rc_sgl *g, size_t start, size_t total,
+				 int n, uint32_t seed)
+{
+	size_t base, cut, prev = 0, off = start;
+	int i;
+
+	if ((size_t)n > total)
+		n = total;
+	if (n > RC_MAX_SGE)
+		n = RC_MAX_SGE;
+	g->n = n;
+	g->total = total;
+	base = n ? total / n : 0;
+	for (i = 0; i < n; i++) {
+		cut = total * (i + 1) / n;
+		if (i < n - 1 && base >= 3) {
+			size_t j = rc_pat(seed, i) % (base / 3 + 1);
+
+			cut = (rc_pat(seed, 100 + i) & 1) ? cut + j : cut - j;
+		}
+		g->s[i].off = off;
+		g->s[i].len = cut - prev;
+		off += g->s[i].len + 1 + 2 * (rc_pat(seed, 200 + i) % 7);
+		prev = cut;
+	}
+	g->end = off;
+}
+
+static inline void rc_sgl_to_ibv(const struct rc_sgl *g, struct ibv_sge *sge,
+				 uint8_t *base, uint32_t lkey)
+{
+	int i;
+
+	for (i = 0; i < g->n; i++) {
+		sge[i].addr = (uintptr_t)(base + g->s[i].off);
+		sge[i].length = g->s[i].len;
+		sge[i].lkey = lkey;
+	}
+}
+
+/* Fill the segments with the first g->total bytes of stream @seed. */
+static inline void rc_sgl_fill(const struct rc_sgl *g, uint8_t *base,
+			       uint32_t seed)
+{
+	size_t at = 0;
+	int i;
+
+	for (i = 0; i < g->n; i++) {
+		rc_fill(base + g->s[i].off, g->s[i].len, seed, at);
+		at += g->s[i].len;
+	}
+}
+
+/* Overlay the first @len bytes of stream @seed onto @img, scattered by g. */
+static inline void rc_sgl_expect(const struct rc_sgl *g, uint8_t *img,
+				 size_t len, uint32_t seed)
+{
+	size_t at = 0, n;
+	int i;
+
+	for (i = 0; i < g->n && at < len; i++) {
+		n = g->s[i].len < len - at ? g->s[i].len : len - at;
+		rc_fill(img + g->s[i].off, n, seed, at);
+		at += n;
+	}
+}
+
+/* -1 if equal, else the first differing offset. */
+static inline long rc_memdiff(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	size_t i;
+
+	if (!memcmp(a, b, n))
+		return -1;
+	for (i = 0; a[i] == b[i]; i++)
+		;
+	return i;
+}
+
+#define EXPECT_SAME_BYTES(seen, want, n, what) do { \
+	long __d = rc_memdiff((seen), (want), (n)); \
+	EXPECT_EQ(-1, __d) { \
+		TH_LOG("%s: first difference at offset %ld of %zu: " \
+		       "%#04x, expected %#04x", (what), __d, (size_t)(n), \
+		       (seen)[__d], (want)[__d]); \
+	} \
+} while (0)
+
+/* ---- completions ------------------------------------------------------ */
+
+/* Poll up to @n completions from @cq within @ms; returns how many came. */
+static inline int rc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
+{
+	double deadline = rc_now_ms() + ms;
+	int got = 0, r;
+
+	while (got < n) {
+		r = ibv_poll_cq(cq, n - got, wc + got);
+		if (r < 0)
+			return r;
+		got += r;
+		if (got == n)
+			break;
+		if (rc_now_ms() > deadline)
+			break;
+		if (!r)
+			usleep(50);	/* leave the CPU to the soft device */
+	}
+	return got;
+}
+
+/* Nothing (more) arrives on @cq within RC_QUIET_MS. */
+#define EXPECT_CQ_EMPTY(cq, what) do { \
+	struct ibv_wc __wc; \
+	int __n = rc_poll((cq), &__wc, 1, RC_QUIET_MS); \
+	EXPECT_EQ(0, __n) { \
+		TH_LOG("%s: unexpected completion wr_id %#llx status %s " \
+		       "opcode %d", (what), (unsigned long long)__wc.wr_id, \
+		       ibv_wc_status_str(__wc.status), __wc.opcode); \
+	} \
+} while (0)
+
+struct rc_wc_exp {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	int recv;		/* a receive completion: byte_len, wc_flags
+				 * and imm_data are defined */
+	uint32_t byte_len;
+	int imm;		/* IBV_WC_WITH_IMM with imm_data */
+	__be32 imm_data;
+	uint32_t qp_num;
+};
+
+/*
+ * Check every defined field of @wc. For an error completion only wr_id,
+ * status and qp_num are defined; for a send-queue completion also opcode
+ * (byte_len and wc_flags are defined for receive completions only; rxe,
+ * for one, reports IBV_WC_WITH_IMM on the requester's SEND_WITH_IMM).
+ * IBV_WC_GRH is not checked: on RoCE it only says a GRH (the IP header)
+ * was there, which is true of every packet; devices differ on whether
+ * they report it for RC. src_qp, slid, sl, dlid_path_bits and pkey_index
+ * are UD-only.
+ */
+static inline void rc_wc_check(struct __test_metadata *_metadata,
+			       const struct ibv_wc *wc,
+			       const struct rc_wc_exp *e, const char *what)
+{
+	EXPECT_EQ(e->wr_id, wc->wr_id) {
+		TH_LOG("%s: wr_id", what);
+	}
+	EXPECT_EQ(e->status, wc->status) {
+		TH_LOG("%s: status %s (vendor_err %#x), expected %s", what,
+		       ibv_wc_status_str(wc->status), wc->vendor_err,
+		       ibv_wc_status_str(e->status));
+	}
+	EXPECT_EQ(e->qp_num, wc->qp_num) {
+		TH_LOG("%s: qp_num", what);
+	}
+	if (e->status != IBV_WC_SUCCESS || wc->status != IBV_WC_SUCCESS)
+		return;
+	EXPECT_EQ(e->opcode, wc->opcode) {
+		TH_LOG("%s: opcode", what);
+	}
+	if (!e->recv)
+		return;
+	EXPECT_EQ(e->byte_len, wc->byte_len) {
+		TH_LOG("%s: byte_len", what);
+	}
+	EXPECT_EQ(e->imm ? IBV_WC_WITH_IMM : 0,
+		  wc->wc_flags & ~(unsigned int)IBV_WC_GRH) {
+		TH_LOG("%s: wc_flags %#x", what, wc->wc_flags);
+	}
+	if (e->imm) {
+		EXPECT_EQ(e->imm_data, wc->imm_data) {
+			TH_LOG("%s: imm_data", what);
+		}
+	}
+}
+
+/* Poll exactly one completion and check it. */
+static inline void rc_expect_wc(struct __test_metadata *_metadata,
+				struct ibv_cq *cq, const struct rc_wc_exp *e,
+				const char *what)
+{
+	struct ibv_wc wc;
+
+	memset(&wc, 0, sizeof(wc));
+	ASSERT_EQ(1, rc_poll(cq, &wc, 1, RC_TIMEOUT_MS)) {
+		TH_LOG("%s: no completion within %d ms", what, RC_TIMEOUT_MS);
+	}
+	rc_wc_check(_metadata, &wc, e, what);
+}
+
+/* Wait for an async event of @type on @ctx; others are logged and skipped. */
+static inline int rc_wait_async(struct __test_metadata *_metadata,
+				struct ibv_context *ctx,
+				enum ibv_event_type type,
+				struct ibv_async_event *out, int ms)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	double deadline = rc_now_ms() + ms;
+	struct ibv_async_event ev;
+	int left;
+
+	for (;;) {
+		left = deadline - rc_now_ms();
+		if (left <= 0 || poll(&pfd, 1, left) != 1)
+			return 0;
+		if (ibv_get_async_event(ctx, &ev))
+			return 0;
+		if (ev.event_type == type) {
+			*out = ev;
+			ibv_ack_async_event(&ev);
+			return 1;
+		}
+		TH_LOG("async event %s (waiting for %s)",
+		       ibv_event_type_str(ev.event_type),
+		       ibv_event_type_str(type));
+		ibv_ack_async_event(&ev);
+	}
+}
+
+/* 1 if a CQ event arrived on @ch within @ms (and it was acked). */
+static inline int rc_wait_cq_event(struct ibv_comp_channel *ch,
+				   struct ibv_cq *want, int ms)
+{
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	struct ibv_cq *cq;
+	void *ctx;
+
+	if (poll(&pfd, 1, ms) != 1)
+		return 0;
+	if (ibv_get_cq_event(ch, &cq, &ctx))
+		return 0;
+	ibv_ack_cq_events(cq, 1);
+	return cq == want;
+}
+
+/* ---- posting ------------------------------------------------------- */
+
+static inline int rc_post_recv_sgl(struct rc_qp *q, uint64_t wr_id,
+				   struct ibv_sge *sge, int n)
+{
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = n ? sge : NULL, .num_sge = n,
+	};
+	struct ibv_recv_wr *bad = NULL;
+
+	return ibv_post_recv(q->qp, &wr, &bad);
+}
+
+static inline int rc_post_recv(struct rc_qp *q, uint64_t wr_id,
+			       struct rc_buf *b, size_t off, size_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(b->p + off), .length = len,
+		.lkey = b->mr->lkey,
+	};
+
+	return rc_post_recv_sgl(q, wr_id, &sge, 1);
+}
+
+static inline int rc_post_send(struct rc_qp *q, uint64_t wr_id,
+			       enum ibv_wr_opcode op, struct rc_buf *b,
+			       size_t off, size_t len, unsigned int flags,
+			       uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(b->p + off), .length = len,
+		.lkey = b->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = op, .send_flags = flags,
+	};
+	struct ibv_send_wr *bad = NULL;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(q->qp, &wr, &bad);
+}
+
+/* ---- one checked transfer ------------------------------------------ */
+
+/* A pair with one buffer on each side. */
+struct rc_env {
+	struct rc_pair p;
+	struct rc_buf ba, bb;
+};
+
+struct rc_xfer {
+	enum ibv_wr_opcode op;
+	size_t len;
+	int lsge;		/* requester's local SGEs (gather, or READ scatter) */
+	int rsge;		/* responder's receive SGEs (SEND) */
+	size_t loff, roff;	/* where the lists start in A's, B's buffer */
+	size_t slack;		/* receive capacity beyond len (SEND) */
+	unsigned int flags;	/* IBV_SEND_INLINE, IBV_SEND_SOLICITED */
+	uint32_t imm;
+	uint32_t seed;
+	uint64_t wr_id;
+};
+
+static inline const char *rc_op_str(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND: return "SEND";
+	case IBV_WR_SEND_WITH_IMM: return "SEND_IMM";
+	case IBV_WR_RDMA_WRITE: return "WRITE";
+	case IBV_WR_RDMA_WRITE_WITH_IMM: return "WRITE_IMM";
+	case IBV_WR_RDMA_READ: return "READ";
+	default: return "?";
+	}
+}
+
+static inline int rc_op_has_imm(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+static inline int rc_op_is_send(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM;
+}
+
+/*
+ * A posts @x to B, both sides' completions are polled and every field
+ * checked, and then every byte of the destination range is compared with
+ * its image from before the transfer with the expected data applied (so
+ * bytes around and between the segments must be untouched too), and the
+ * source is checked unchanged.
+ */
+static inline void rc_xfer(struct __test_metadata *_metadata,
+			   struct rc_env *e, const struct rc_xfer *x)
+{
+	struct rc_qp *qa = &e->p.a, *qb = &e->p.b;
+	int is_send = rc_op_is_send(x->op), is_read = x->op == IBV_WR_RDMA_READ;
+	int has_recv = is_send || x->op == IBV_WR_RDMA_WRITE_WITH_IMM;
+	int is_inline = !!(x->flags & IBV_SEND_INLINE);
+	uint32_t seed = x->seed * 7 + 1, bg = seed ^ 0xa5a5a5a5;
+	struct rc_sgl lg, rg;
+	struct ibv_sge lsge[RC_MAX_SGE], rsge[RC_MAX_SGE];
+	struct ibv_send_wr wr, *bad = NULL;
+	struct rc_buf *dst;
+	uint8_t *img, *src_base, *inl = NULL;
+	size_t dst_end, recv_off = 0;
+	char what[96];
+	int ret;
+
+	snprintf(what, sizeof(what), "%s len %zu lsge %d rsge %d%s",
+		 rc_op_str(x->op), x->len, x->lsge, x->rsge,
+		 is_inline ? " inline" : "");
+
+	/* Layouts: the local list at A, and B's receive list or region. */
+	rc_sgl_layout(&lg, x->loff, x->len, x->lsge, seed);
+	ASSERT_LE(lg.end, e->ba.size);
+	memset(&rg, 0, sizeof(rg));
+	if (is_send) {
+		rc_sgl_layout(&rg, x->roff, x->len + x->slack, x->rsge,
+			      seed + 1);
+		dst_end = rg.end;
+	} else {
+		dst_end = x->roff + x->len;
+		if (x->op == IBV_WR_RDMA_WRITE_WITH_IMM) {
+			/* Its receive WQE's buffer must stay untouched. */
+			recv_off = dst_end + 9;
+			dst_end = recv_off + 40;
+		}
+	}
+	dst_end += 16;
+	if (is_read)
+		dst_end = lg.end + 16;
+	dst = is_read ? &e->ba : &e->bb;
+	ASSERT_LE(dst_end, dst->size);
+
+	/* Background in the destination, the stream in the source. */
+	rc_fill(dst->p, dst_end, bg, 0);
+	if (is_read) {
+		rc_fill(e->bb.p + x->roff, x->len, seed, 0);
+	} else if (is_inline) {
+		/* Inline data need not be registered memory: use the heap. */
+		inl = malloc(lg.end + 1);
+		ASSERT_NE(NULL, inl);
+		rc_sgl_fill(&lg, inl, seed);
+	} else {
+		rc_sgl_fill(&lg, e->ba.p, seed);
+	}
+	img = malloc(dst_end);
+	ASSERT_NE(NULL, img);
+	memcpy(img, dst->p, dst_end);
+	if (is_read)
+		rc_sgl_expect(&lg, img, x->len, seed);
+	else if (is_send)
+		rc_sgl_expect(&rg, img, x->len, seed);
+	else
+		rc_fill(img + x->roff, x->len, seed, 0);
+
+	/* Post the receive, then the request. */
+	if (is_send) {
+		rc_sgl_to_ibv(&rg, rsge, e->bb.p, e->bb.mr->lkey);
+		ASSERT_EQ(0, rc_post_recv_sgl(qb, x->wr_id + 1, rsge, rg.n));
+	} else if (has_recv) {
+		ASSERT_EQ(0, rc_post_recv(qb, x->wr_id + 1, &e->bb, recv_off,
+					  40));
+	}
+	src_base = inl ? inl : e->ba.p;
+	rc_sgl_to_ibv(&lg, lsge, src_base, inl ? 0 : e->ba.mr->lkey);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = x->wr_id;
+	wr.sg_list = lg.n ? lsge : NULL;
+	wr.num_sge = lg.n;
+	wr.opcode = x->op;
+	wr.send_flags = IBV_SEND_SIGNALED | x->flags;
+	if (rc_op_has_imm(x->op))
+		wr.imm_data = htobe32(x->imm);
+	if (!is_send) {
+		wr.wr.rdma.remote_addr = (uintptr_t)(e->bb.p + x->roff);
+		wr.wr.rdma.rkey = e->bb.mr->rkey;
+	}
+	ret = ibv_post_send(qa->qp, &wr, &bad);
+	ASSERT_EQ(0, ret) {
+		TH_LOG("%s: ibv_post_send: %s", what, strerror(ret));
+	}
+	/* Inline data was copied by the post: scribbling on it is harmless. */
+	if (inl)
+		memset(inl, 0xee, lg.end + 1);
+
+	rc_expect_wc(_metadata, qa->scq, &(struct rc_wc_exp){
+		.wr_id = x->wr_id, .status = IBV_WC_SUCCESS,
+		.opcode = is_send ? IBV_WC_SEND :
+			  is_read ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE,
+		.qp_num = qa->qp->qp_num,
+	}, what);
+	if (has_recv)
+		rc_expect_wc(_metadata, qb->rcq, &(struct rc_wc_exp){
+			.wr_id = x->wr_id + 1, .status = IBV_WC_SUCCESS,
+			.opcode = is_send ? IBV_WC_RECV :
+				  IBV_WC_RECV_RDMA_WITH_IMM,
+			.recv = 1, .byte_len = x->len,
+			.imm = rc_op_has_imm(x->op),
+			.imm_data = htobe32(x->imm),
+			.qp_num = qb->qp->qp_num,
+		}, what);
+
+	EXPECT_SAME_BYTES(dst->p, img, dst_end, what);
+	/* The source is unchanged. */
+	if (is_read) {
+		free(img);
+		img = malloc(x->len + 1);
+		ASSERT_NE(NULL, img);
+		rc_fill(img, x->len, seed, 0);
+		EXPECT_SAME_BYTES(e->bb.p + x->roff, img, x->len, "READ source");
+	} else if (!inl) {
+		size_t at = 0;
+		int i;
+
+		for (i = 0; i < lg.n; i++) {
+			free(img);
+			img = malloc(lg.s[i].len);
+			ASSERT_NE(NULL, img);
+			rc_fill(img, lg.s[i].len, seed, at);
+			EXPECT_SAME_BYTES(e->ba.p + lg.s[i].off, img,
+					  lg.s[i].len, "gather source");
+			at += lg.s[i].len;
+		}
+	}
+	free(img);
+	free(inl);
+}
+
+#endif /* RC_LIB_H */

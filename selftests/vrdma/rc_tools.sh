@@ -1,0 +1,236 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The standard RC tools over the device: ibv_rc_pingpong --chk on one
+# device (server and client on the same device, loopback through its own
+# IPv4 GID) and between two devices on the ends of a veth pair, then
+# perftest's ib_{send,write,read}_{bw,lat} -a between the two devices.
+# Every run must exit 0 on both sides within its timeout.
+#
+# VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, to validate the test).
+. "$(dirname "$0")/lib.sh"
+
+TYPE=${VRDMA_TEST_TYPE:-vrdma}
+N0=rtt0 N1=rtt1
+IP0=10.212.0.1 IP1=10.212.0.2
+PINGPONG_ITERS=${RC_TOOLS_PINGPONG_ITERS:-50}
+PERF_ITERS=${RC_TOOLS_PERF_ITERS:-5}
+SERVER_TIMEOUT=240
+CLIENT_TIMEOUT=200
+
+[ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
+command -v ibv_rc_pingpong >/dev/null || skip_all "ibv_rc_pingpong not installed"
+command -v ib_send_bw >/dev/null || skip_all "perftest not installed"
+
+# rdma_rxe and vrdma both bind UDP port 4791: never both at once.
+loaded_rxe=
+case $TYPE in
+vrdma)
+	! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1
+	vrdma_load || exit 1
+	D0=vrdmatt0 D1=vrdmatt1
+	;;
+rxe)
+	vrdma_unload || exit 1
+	if ! lsmod | grep -q '^rdma_rxe '; then
+		modprobe rdma_rxe || skip_all "rdma_rxe is not available"
+		loaded_rxe=1
+	fi
+	D0=rxett0 D1=rxett1
+	;;
+*)
+	skip_all "VRDMA_TEST_TYPE must be vrdma or rxe"
+	;;
+esac
+
+# veth_routed A B IPA IPB TABLE PREF: a veth pair A-B with IPA/24 on A and
+# IPB/24 on B whose traffic between IPA and IPB really crosses the veth.
+# Both addresses are local, so by default the kernel routes between them
+# through lo; rules for locally generated packets (iif lo) between exactly
+# these two addresses, looked up before the local table (moved from
+# preference 0 to 1000), send them out of the veth instead, and
+# accept_local lets the other end take packets from a local source address.
+# Uses routing tables TABLE and TABLE+1, rule preferences PREF and PREF+1.
+veth_routed()
+{
+	local a=$1 b=$2 ipa=$3 ipb=$4 t=$5 p=$6
+
+	# Batched: every process costs about half a second under TCG.
+	ip -batch - <<-EOF || return 1
+		link add $a type veth peer name $b
+		addr add $ipa/24 dev $a
+		addr add $ipb/24 dev $b
+		link set $a up
+		link set $b up
+	EOF
+	echo 1 >"/proc/sys/net/ipv4/conf/$a/accept_local" &&
+	echo 1 >"/proc/sys/net/ipv4/conf/$b/accept_local" &&
+	echo 0 >"/proc/sys/net/ipv4/conf/$a/rp_filter" &&
+	echo 0 >"/proc/sys/net/ipv4/conf/$b/rp_filter" || return 1
+	ip -batch - <<-EOF || return 1
+		route add $ipb dev $a src $ipa table $t
+		route add $ipa dev $b src $ipb table $((t + 1))
+		rule add pref $p iif lo from $ipa to $ipb lookup $t
+		rule add pref $((p + 1)) iif lo from $ipb to $ipa lookup $((t + 1))
+	EOF
+	ip rule show pref 1000 | grep -q . || ip rule add pref 1000 lookup local
+	ip rule del pref 0 lookup local 2>/dev/null
+	return 0
+}
+
+# veth_routed_del A TABLE PREF: undo veth_routed (the local table goes back
+# to preference 0 when no other rule of ours is left).
+veth_routed_del()
+{
+	ip -force -batch - >/dev/null 2>&1 <<-EOF
+		link del $1
+		rule del pref $3
+		rule del pref $(($3 + 1))
+		route flush table $2
+		route flush table $(($2 + 1))
+	EOF
+	if ! ip rule show | grep -qv 'lookup \(local\|main\|default\)'; then
+		ip -force -batch - >/dev/null 2>&1 <<-EOF
+			rule add pref 0 lookup local
+			rule del pref 1000 lookup local
+		EOF
+	fi
+	return 0
+}
+
+# roce_v2_ipv4_gid DEV: the index of DEV's RoCE v2 GID with an IPv4 address.
+roce_v2_ipv4_gid()
+{
+	local d=/sys/class/infiniband/$1/ports/1 f i
+
+	# One grep over the table: a shell loop over 1024 entries is slow
+	# under TCG.
+	while read -r f; do
+		i=${f##*/}
+		if [ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
+			echo "$i"
+			return 0
+		fi
+	done < <(grep -l '^0000:0000:0000:0000:0000:ffff:' "$d"/gids/* 2>/dev/null)
+	return 1
+}
+
+listening() { ss -Hltn "sport = :$1" | grep -q .; }
+
+servers=()
+cleanup()
+{
+	local p
+
+	for p in "${servers[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" |
+		rdma -f -b - >/dev/null 2>&1
+	veth_routed_del "$N0" 221 110
+	[ -z "$loaded_rxe" ] || rmmod rdma_rxe 2>/dev/null
+	return 0
+}
+trap cleanup EXIT
+
+cleanup
+veth_routed "$N0" "$N1" "$IP0" "$IP1" 221 110 || exit 1
+# Active MTU 4096 for perftest (ibv_rc_pingpong sets its own path MTU, 1024
+# by default): a quarter of the packets, which matters under TCG.
+printf 'link set %s mtu 9000\n' "$N0" "$N1" | ip -batch - || exit 1
+printf 'link add %s type %s netdev %s\n' "$D0" "$TYPE" "$N0" "$D1" "$TYPE" "$N1" |
+	rdma -b - || exit 1
+check "$D0 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D0"
+check "$D1 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D1"
+G0=$(roce_v2_ipv4_gid "$D0")
+G1=$(roce_v2_ipv4_gid "$D1")
+if [ -z "$G0" ] || [ -z "$G1" ]; then
+	finish
+fi
+echo "# $TYPE: $D0 ($N0 $IP0 GID $G0), $D1 ($N1 $IP1 GID $G1)"
+
+port=18700
+
+# run_pair DESC PATTERN SERVER_CMD... -- CLIENT_CMD...: start the server in
+# the background on TCP port $port, wait until it listens, run the client
+# (which connects to 127.0.0.1:$port) in the foreground; both must exit 0
+# within their timeouts and the client's output must match PATTERN.
+run_pair()
+{
+	local desc=$1 pat=$2 srv=() spid rc src slog clog t0 grace
+	shift 2
+	while [ "$1" != "--" ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	slog=$(mktemp)
+	clog=$(mktemp)
+	t0=$SECONDS
+	timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" -p "$port" >"$slog" 2>&1 &
+	spid=$!
+	servers+=("$spid")
+	if ! wait_until 30 listening "$port"; then
+		echo "# server not listening on $port: ${srv[*]}"
+		sed 's/^/#   /' "$slog"
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		tap_result 1 "$desc"
+		rm -f "$slog" "$clog"
+		port=$((port + 1))
+		return
+	fi
+	timeout -k 5 "$CLIENT_TIMEOUT" "$@" -p "$port" 127.0.0.1 >"$clog" 2>&1
+	rc=$?
+	# The server ends on its own once the client is done; if the client
+	# failed, it may wait for ever: give it a few seconds.
+	grace=3
+	[ "$rc" -ne 0 ] || grace=30
+	wait_until "$grace" sh -c "! kill -0 $spid" || kill "$spid" 2>/dev/null
+	wait "$spid"
+	src=$?
+	if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ] ||
+	   ! grep -Eq -- "$pat" "$clog" || grep -q 'invalid data' "$clog" "$slog"; then
+		echo "# client ($*) -> exit $rc"
+		sed 's/^/#   /' "$clog"
+		echo "# server (${srv[*]}) -> exit $src"
+		sed 's/^/#   /' "$slog"
+		tap_result 1 "$desc"
+	else
+		tap_result 0 "$desc ($((SECONDS - t0)) s)"
+	fi
+	rm -f "$slog" "$clog"
+	port=$((port + 1))
+}
+
+# ibv_rc_pingpong: --chk has the server check the data it receives.
+pp() { echo ibv_rc_pingpong --chk -n "$PINGPONG_ITERS" "$@"; }
+PP_OK='[0-9]+ iters in'
+
+# shellcheck disable=SC2046
+run_pair "ibv_rc_pingpong loopback on $D0" "$PP_OK" \
+	$(pp -d "$D0" -g "$G0") -- $(pp -d "$D0" -g "$G0")
+# shellcheck disable=SC2046
+run_pair "ibv_rc_pingpong $D1 <- $D0" "$PP_OK" \
+	$(pp -d "$D1" -g "$G1") -- $(pp -d "$D0" -g "$G0")
+# shellcheck disable=SC2046
+run_pair "ibv_rc_pingpong $D1 <- $D0, 1 byte, CQ events" "$PP_OK" \
+	$(pp -d "$D1" -g "$G1" -s 1 -e) -- $(pp -d "$D0" -g "$G0" -s 1 -e)
+# shellcheck disable=SC2046
+run_pair "ibv_rc_pingpong $D1 <- $D0, 70000 bytes, path MTU 512" "$PP_OK" \
+	$(pp -d "$D1" -g "$G1" -s 70000 -n 10 -m 512) -- \
+	$(pp -d "$D0" -g "$G0" -s 70000 -n 10 -m 512)
+
+# perftest: every size from 2 bytes to 8 MiB, a few iterations each (5 is
+# perftest's minimum). -F: no CPU frequency warning. -C: latencies in
+# cycles, which spares a 0.2 s CPU clock calibration per size.
+PERF_OK='^[[:space:]]*8388608[[:space:]]+[0-9]+'
+for t in ${RC_TOOLS_PERF:-ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write_lat ib_read_lat}; do
+	opts=(-a -n "$PERF_ITERS" -F)
+	case $t in *_lat) opts+=(-C) ;; esac
+	run_pair "$t -a $D1 <- $D0" "$PERF_OK" \
+		"$t" -d "$D1" -x "$G1" "${opts[@]}" -- \
+		"$t" -d "$D0" -x "$G0" "${opts[@]}"
+done
+
+finish

@@ -58,13 +58,20 @@ struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 		if (vrdma_psn_diff(psn, swqe->first_psn) < 0)
 			return NULL;
 		if (sending || vrdma_psn_diff(psn, swqe->last_psn) <= 0) {
-			if (swqe->wqe->opcode == IB_UVERBS_WR_RDMA_READ) {
-				/* Ask for the whole read again. */
-				psn = swqe->first_psn;
-				swqe->read_done = 0;
-			}
+			bool is_read = swqe->wqe->opcode ==
+				       IB_UVERBS_WR_RDMA_READ;
+
+			/*
+			 * A READ is asked again from its first missing
+			 * response on (IBA 9.7.5.1.4); a SEND or WRITE is
+			 * resent from the packet with this PSN.
+			 */
+			if (is_read)
+				psn = vrdma_psn_add(swqe->first_psn,
+						    swqe->read_done / qp->mtu);
 			qp->req.cur = i;
-			qp->req.offset = vrdma_psn_diff(psn, swqe->first_psn) *
+			qp->req.offset = is_read ? 0 :
+					 vrdma_psn_diff(psn, swqe->first_psn) *
 					 qp->mtu;
 			qp->req.psn = psn;
 			vrdma_count(qp->vdev, VRDMA_CNT_RETRANSMITS);

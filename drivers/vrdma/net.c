@@ -157,7 +157,7 @@ static bool vrdma_ndev_active(struct net_device *ndev)
  * @skb: the packet; skb->data at its UDP header, the network and transport
  *	headers set, the IP header linear
  * @check_icrc: false for a packet vrdma_pkt_send() delivered inside the
- *	driver: it never left memory, and carries no ICRC
+ *	driver: it never left memory, and its ICRC was not computed
  *
  * Nothing in the packet is trusted until checked: the UDP length, that
  * the BTH is there, that the opcode is one we know, that the packet is long
@@ -333,9 +333,10 @@ static int vrdma_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
  * and the pad are zeroed; the payload is left for the caller to fill.
  * vrdma_pkt(skb) has its mask, opcode, hdr_len, paylen and pad set.
  *
- * It allocates with GFP_ATOMIC, as callers may hold spinlocks and the
- * packets of a storage target must not wait for memory reclaim; a
- * failure is counted in tx_errors and is for RC retransmission to recover.
+ * It allocates with GFP_ATOMIC: callers may be atomic, and sending must
+ * not wait for memory reclaim, which may itself be waiting for this device
+ * (storage over RDMA).  A failure is counted in tx_errors; RC recovers from
+ * it by retransmission.
  *
  * Context: any.
  * Return: the skb, or NULL.
@@ -623,7 +624,8 @@ static int vrdma_deliver_local(struct vrdma_dev *vdev,
  * address of that namespace is delivered to its device directly instead
  * (counted in loopback_pkts too).
  *
- * Context: process or softirq; the caller may hold a mutex or spinlock.
+ * Context: process or softirq, not with hard interrupts disabled; the
+ * caller may hold a mutex or spinlock.
  * Return: 0 if the packet was sent, else a negative errno (no route,
  * -EHOSTUNREACH for a local address without an active vrdma device, the
  * error of the IP stack); errors are counted in tx_errors.  The skb is

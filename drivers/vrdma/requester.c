@@ -235,6 +235,8 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	bool is_read = wqe->opcode == IB_UVERBS_WR_RDMA_READ;
 	u32 paylen = is_read ? 0 : min(swqe->length - offset, qp->mtu);
 	bool last = is_read || offset + paylen == swqe->length;
+	/* A READ resent after a loss asks only for what is missing. */
+	u32 done = is_read ? swqe->read_done : 0;
 	u32 psn = qp->req.psn, npsn = 1;
 	struct sk_buff *skb;
 	struct vrdma_pkt *pkt;
@@ -250,9 +252,9 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	if (pkt->mask & VRDMA_OPF_RETH) {
 		struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
 
-		reth->va = cpu_to_be64(wqe->rdma.remote_addr);
+		reth->va = cpu_to_be64(wqe->rdma.remote_addr + done);
 		reth->rkey = cpu_to_be32(wqe->rdma.rkey);
-		reth->len = cpu_to_be32(swqe->length);
+		reth->len = cpu_to_be32(swqe->length - done);
 	}
 	if (pkt->mask & VRDMA_OPF_IMMDT) {
 		struct vrdma_immdt *immdt = vrdma_ext(skb, VRDMA_OPF_IMMDT);
@@ -277,13 +279,13 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	}
 
 	if (is_read)
-		npsn = max(1U, DIV_ROUND_UP(swqe->length, qp->mtu));
+		npsn = max(1U, DIV_ROUND_UP(swqe->length - done, qp->mtu));
 	ack_req = last || vrdma_psn_diff(psn, qp->req.una) % VRDMA_ACK_EVERY ==
 			  VRDMA_ACK_EVERY - 1;
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, psn,
 		       last && (wqe->flags & VRDMA_SEND_SOLICITED), ack_req);
 
-	if (first) {
+	if (first && !done) {
 		swqe->first_psn = psn;
 		swqe->state = VRDMA_SWQE_SENDING;
 	}

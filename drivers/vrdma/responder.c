@@ -355,9 +355,13 @@ static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
 
 	vrdma_count(qp->vdev, VRDMA_CNT_DUP_REQ);
 	if (pkt->mask & VRDMA_OPF_READ) {
-		/* Unless still answering it, answer it again. */
-		if (!qp->resp.read_active)
-			vrdma_exec_read(qp, skb);
+		/*
+		 * The requester lost responses and asks again from the first
+		 * missing one: drop whatever READ is being answered and
+		 * answer this one.
+		 */
+		qp->resp.read_active = false;
+		vrdma_exec_read(qp, skb);
 		return;
 	}
 	if (pkt->ack_req || (pkt->mask & VRDMA_OPF_LAST))

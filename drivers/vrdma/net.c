@@ -135,11 +135,14 @@ static struct net_device *vrdma_addr_ndev(struct net *net, bool ipv6,
 {
 	if (!ipv6)
 		return __ip_dev_find(net, addr4, false);
-#if IS_ENABLED(CONFIG_IPV6)
+	/*
+	 * With ipv6.disable=1 there is no address table to look in, yet the
+	 * default GID (fe80::, from the MAC) still gives an IPv6 path; its
+	 * packets fail at the route lookup.
+	 */
+	if (!IS_ENABLED(CONFIG_IPV6) || !ipv6_mod_enabled())
+		return NULL;
 	return ipv6_dev_find(net, addr6, NULL);
-#else
-	return NULL;
-#endif
 }
 
 static bool vrdma_ndev_active(struct net_device *ndev)

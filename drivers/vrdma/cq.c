@@ -19,6 +19,14 @@ static u32 vrdma_cq_entries(int cqe)
 	return roundup_pow_of_two(cqe + 1);
 }
 
+/* The process the ring is shared with, or NULL for a kernel CQ. */
+static struct vrdma_ucontext *vrdma_cq_ucontext(struct ib_udata *udata)
+{
+	if (!udata)
+		return NULL;
+	return rdma_udata_to_drv_context(udata, struct vrdma_ucontext, ibuc);
+}
+
 /**
  * vrdma_create_cq() - create a CQ with room for at least attr->cqe CQEs
  * @ibcq: ib_core's CQ, embedded in ours
@@ -34,7 +42,7 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct vrdma_dev *vdev = to_vdev(ibcq->device);
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	struct vrdma_create_cq_resp resp = {};
-	struct vrdma_ucontext *uc = NULL;
+	struct vrdma_ucontext *uc;
 	u32 n;
 	int ret;
 
@@ -42,12 +50,9 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > vdev->attr.max_cqe)
 		return -EINVAL;
-	if (udata) {
-		if (udata->outlen < sizeof(resp))
-			return -EINVAL;
-		uc = rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
-					       ibuc);
-	}
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	uc = vrdma_cq_ucontext(udata);
 	if (atomic_inc_return(&vdev->num_cq) > vdev->attr.max_cq) {
 		ret = -ENOMEM;
 		goto err_count;
@@ -110,19 +115,16 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	struct vrdma_dev *vdev = to_vdev(ibcq->device);
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	struct vrdma_create_cq_resp resp = {};
-	struct vrdma_ucontext *uc = NULL;
+	struct vrdma_ucontext *uc;
 	struct vrdma_queue nq, oq;
 	u32 pending, i, cons;
 	int ret;
 
 	if (cqe < 1 || cqe > vdev->attr.max_cqe)
 		return -EINVAL;
-	if (udata) {
-		if (udata->outlen < sizeof(resp))
-			return -EINVAL;
-		uc = rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
-					       ibuc);
-	}
+	if (udata && udata->outlen < sizeof(resp))
+		return -EINVAL;
+	uc = vrdma_cq_ucontext(udata);
 	ret = vrdma_queue_init(&nq, uc, vrdma_cq_entries(cqe),
 			       sizeof(struct vrdma_cqe), &resp.cq);
 	if (ret)

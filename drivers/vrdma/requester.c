@@ -53,6 +53,12 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 	struct vrdma_send_wqe *wqe = swqe->wqe;
 
 	swqe->state = VRDMA_SWQE_DONE;
+	/*
+	 * Free the slot before the CQE is visible: a process that sees the
+	 * completion may post into the slot at once.  The kernel's copy of
+	 * the WQE stays valid.
+	 */
+	vrdma_queue_consume(&qp->sq, 1);
 	if (qp->sq_sig_all || (wqe->flags & VRDMA_SEND_SIGNALED) ||
 	    status != IB_WC_SUCCESS) {
 		struct vrdma_cqe cqe = {
@@ -66,7 +72,6 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 		if (vrdma_cq_post(qp->scq, &cqe, false))
 			status = IB_WC_GENERAL_ERR;
 	}
-	vrdma_queue_consume(&qp->sq, 1);
 	if (status != IB_WC_SUCCESS && qp->state != IB_QPS_ERR)
 		vrdma_qp_error(qp, status == IB_WC_GENERAL_ERR ?
 				   IB_EVENT_QP_FATAL : 0);
@@ -106,8 +111,8 @@ void vrdma_flush_sq(struct vrdma_qp *qp)
 			cqe.wr_id = READ_ONCE(w->wr_id);
 			cqe.opcode = vrdma_wc_opcode(READ_ONCE(w->opcode));
 		}
-		vrdma_cq_post(qp->scq, &cqe, false);
 		vrdma_queue_consume(q, 1);
+		vrdma_cq_post(qp->scq, &cqe, false);
 	}
 	qp->req.fetch = q->kidx;
 	qp->req.cur = q->kidx;

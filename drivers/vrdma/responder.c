@@ -102,8 +102,8 @@ void vrdma_flush_rq(struct vrdma_qp *qp)
 		struct vrdma_recv_wqe *w = vrdma_queue_slot(q, q->kidx);
 
 		cqe.wr_id = READ_ONCE(w->wr_id);
-		vrdma_cq_post(qp->rcq, &cqe, false);
 		vrdma_queue_consume(q, 1);
+		vrdma_cq_post(qp->rcq, &cqe, false);
 	}
 }
 

@@ -134,7 +134,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
  * @ndev: an Ethernet netdev
  *
  * Return: 0, or a negative errno with nothing left behind: -EBUSY if @ndev
- * already carries a vrdma device, -EEXIST if the name is taken.
+ * already carries a vrdma device, -ENFILE if the name is taken.
  */
 int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 {

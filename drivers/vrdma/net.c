@@ -498,8 +498,12 @@ static struct net_device *vrdma_out_ndev(struct vrdma_dev *vdev,
 	return vdev->ndev;
 }
 
+/*
+ * Route a packet of @av: from the path's route cache when it is still
+ * valid, else by a lookup whose result is cached.  Context: BH disabled.
+ */
 static int vrdma_route4(struct net *net, struct sk_buff *skb,
-			const struct vrdma_av *av, int oif)
+			struct vrdma_av *av, int oif)
 {
 	struct flowi4 fl4 = {
 		.flowi4_oif = oif,
@@ -512,16 +516,25 @@ static int vrdma_route4(struct net *net, struct sk_buff *skb,
 		.fl4_dport = htons(VRDMA_UDP_PORT),
 	};
 	struct rtable *rt;
+	__be32 saddr;
 
+	rt = dst_cache_get_ip4(&av->dst_cache, &saddr);
+	if (rt && saddr == av->saddr4) {
+		skb_dst_set(skb, &rt->dst);
+		return 0;
+	}
+	if (rt)
+		ip_rt_put(rt);
 	rt = ip_route_output_key(net, &fl4);
 	if (IS_ERR(rt))
 		return PTR_ERR(rt);
+	dst_cache_set_ip4(&av->dst_cache, &rt->dst, av->saddr4);
 	skb_dst_set(skb, &rt->dst);
 	return 0;
 }
 
 static int vrdma_route6(struct net *net, struct sk_buff *skb,
-			const struct vrdma_av *av, int oif)
+			struct vrdma_av *av, int oif)
 {
 	struct flowi6 fl6 = {
 		.flowi6_oif = oif,
@@ -534,10 +547,18 @@ static int vrdma_route6(struct net *net, struct sk_buff *skb,
 		.fl6_dport = htons(VRDMA_UDP_PORT),
 	};
 	struct dst_entry *dst;
+	struct in6_addr saddr;
 
+	dst = dst_cache_get_ip6(&av->dst_cache, &saddr);
+	if (dst && ipv6_addr_equal(&saddr, &av->saddr6)) {
+		skb_dst_set(skb, dst);
+		return 0;
+	}
+	dst_release(dst);
 	dst = ipv6_stub->ipv6_dst_lookup_flow(net, NULL, &fl6, NULL);
 	if (IS_ERR(dst))
 		return PTR_ERR(dst);
+	dst_cache_set_ip6(&av->dst_cache, dst, &av->saddr6);
 	skb_dst_set(skb, dst);
 	return 0;
 }
@@ -671,12 +692,15 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 		goto out;
 	}
 
+	/* The route cache is per CPU. */
+	local_bh_disable();
 	if (av->ipv6)
 		err = vrdma_route6(net, skb, av,
 				   vrdma_out_ndev(vdev, av)->ifindex);
 	else
 		err = vrdma_route4(net, skb, av,
 				   vrdma_out_ndev(vdev, av)->ifindex);
+	local_bh_enable();
 	rcu_read_unlock();
 	if (err)
 		goto free;

@@ -363,6 +363,9 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	refcount_set(&qp->refs, 1);
 	init_completion(&qp->done);
 
+	ret = dst_cache_init(&qp->av.dst_cache, GFP_KERNEL);
+	if (ret)
+		goto err_count;
 	ret = vrdma_qp_alloc_queues(qp, &init->cap, uc, &resp);
 	if (ret)
 		goto err_queues;
@@ -387,6 +390,7 @@ err_xa:
 	xa_erase(&vdev->qp_xa, qpn);
 err_queues:
 	vrdma_qp_free_queues(qp);
+	dst_cache_destroy(&qp->av.dst_cache);
 err_count:
 	atomic_dec(&vdev->num_qp);
 	return ret;
@@ -424,6 +428,7 @@ static int vrdma_qp_set_av(struct vrdma_qp *qp, struct rdma_ah_attr *ah)
 	av->tos = grh->traffic_class;
 	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
 	av->flow_label = grh->flow_label;
+	dst_cache_reset(&av->dst_cache);
 	return 0;
 }
 
@@ -666,6 +671,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 
 	if (qp->av.sgid_attr)
 		rdma_put_gid_attr(qp->av.sgid_attr);
+	dst_cache_destroy(&qp->av.dst_cache);
 	vrdma_qp_free_queues(qp);
 	atomic_dec(&vdev->num_qp);
 	return 0;

@@ -40,6 +40,7 @@
 #include <linux/skbuff.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
 #include <rdma/vrdma-abi.h>
@@ -320,6 +321,8 @@ struct vrdma_rwqe {
  * @ttl: hop limit
  * @flow_label: IPv6 flow label
  * @sport: UDP source port: a hash of the QPNs, for ECMP entropy
+ * @dst_cache: the route to the destination, looked up once per CPU and
+ *	kept while it stays valid
  */
 struct vrdma_av {
 	const struct ib_gid_attr *sgid_attr;
@@ -334,6 +337,7 @@ struct vrdma_av {
 	u8 ttl;
 	u32 flow_label;
 	__be16 sport;
+	struct dst_cache dst_cache;
 };
 
 /* Requests the requester may have sent and not had acknowledged. */

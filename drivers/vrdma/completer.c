@@ -175,12 +175,20 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
 		return;
 	}
+	/*
+	 * A response stream starts with FIRST (or ONLY) where the READ was
+	 * last requested.  After a resend, responses of the earlier stream
+	 * may still arrive: at the expected PSN they carry the same bytes,
+	 * so a MIDDLE or LAST there is as good.
+	 */
 	resid = swqe->length - swqe->read_done;
-	if (!swqe->read_done != !!(pkt->mask & VRDMA_OPF_FIRST) ||
+	if (((pkt->mask & VRDMA_OPF_FIRST) &&
+	     swqe->read_done != swqe->read_start) ||
+	    (!swqe->read_done && !(pkt->mask & VRDMA_OPF_FIRST)) ||
 	    ((pkt->mask & VRDMA_OPF_LAST) ? pkt->paylen != resid :
 					    pkt->paylen != qp->mtu)) {
+		/* Dropped: if nothing better comes, the retry logic acts. */
 		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
-		vrdma_fail_head(qp, IB_WC_BAD_RESP_ERR);
 		return;
 	}
 

@@ -283,8 +283,10 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		}
 	}
 
-	if (is_read)
+	if (is_read) {
 		npsn = max(1U, DIV_ROUND_UP(swqe->length - done, qp->mtu));
+		swqe->read_start = done;
+	}
 	ack_req = last || vrdma_psn_diff(psn, qp->req.una) % VRDMA_ACK_EVERY ==
 			  VRDMA_ACK_EVERY - 1;
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, psn,

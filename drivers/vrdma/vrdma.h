@@ -276,6 +276,8 @@ struct vrdma_cq {
  * @first_psn: PSN of its first packet
  * @last_psn: PSN of its last packet (for READ: of the last response)
  * @read_done: bytes of an RDMA READ response placed so far
+ * @read_start: @read_done when the READ request was last (re)sent: its
+ *	response stream begins there
  */
 struct vrdma_swqe {
 	struct vrdma_send_wqe *wqe;
@@ -285,6 +287,7 @@ struct vrdma_swqe {
 	u32 first_psn;
 	u32 last_psn;
 	u32 read_done;
+	u32 read_start;
 };
 
 enum vrdma_swqe_state {

@@ -18,33 +18,12 @@ static DEFINE_MUTEX(vrdma_devices_lock);
 static LIST_HEAD(vrdma_devices);
 
 /**
- * vrdma_get_dev_by_netdev() - find the registered device bound to @ndev
- * @ndev: a netdev
- *
- * Return: the device with a registration reference held (release it with
- * ib_device_put()), or NULL if no registered vrdma device uses @ndev.
- */
-struct vrdma_dev *vrdma_get_dev_by_netdev(struct net_device *ndev)
-{
-	struct vrdma_dev *vdev, *found = NULL;
-
-	mutex_lock(&vrdma_devices_lock);
-	list_for_each_entry(vdev, &vrdma_devices, list) {
-		if (vdev->ndev == ndev && ib_device_try_get(&vdev->ibdev)) {
-			found = vdev;
-			break;
-		}
-	}
-	mutex_unlock(&vrdma_devices_lock);
-	return found;
-}
-
-/**
- * vrdma_get_dev_by_netdev_rcu() - vrdma_get_dev_by_netdev() for atomic context
+ * vrdma_get_dev_by_netdev_rcu() - find the registered device bound to @ndev
  * @ndev: a netdev
  *
  * Context: any; takes rcu_read_lock itself.
- * Return: the device with a registration reference held, or NULL.
+ * Return: the device with a registration reference held (release it with
+ * ib_device_put()), or NULL if no registered vrdma device uses @ndev.
  */
 struct vrdma_dev *vrdma_get_dev_by_netdev_rcu(struct net_device *ndev)
 {

@@ -74,7 +74,7 @@ static int vrdma_netdev_event(struct notifier_block *nb, unsigned long event,
 	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
 	struct vrdma_dev *vdev;
 
-	vdev = vrdma_get_dev_by_netdev(ndev);
+	vdev = vrdma_get_dev_by_netdev_rcu(ndev);
 	if (!vdev)
 		return NOTIFY_DONE;
 

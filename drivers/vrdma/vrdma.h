@@ -546,7 +546,6 @@ static inline u32 vrdma_psn_add(u32 psn, u32 n)
 }
 
 /* main.c */
-struct vrdma_dev *vrdma_get_dev_by_netdev(struct net_device *ndev);
 struct vrdma_dev *vrdma_get_dev_by_netdev_rcu(struct net_device *ndev);
 void vrdma_dev_list_del(struct vrdma_dev *vdev);
 int vrdma_dev_register(struct vrdma_dev *vdev, const char *name);

@@ -4,8 +4,8 @@
  * provider: discovery, device and port attributes, PDs, port events, and
  * what happens to an open context when the device is deleted under it.
  *
- * Runs as root in the test VM with vrdma.ko loaded; each test creates its
- * own veth pair and vrdma device.
+ * Runs as root in the test VM; loads vrdma.ko from the build tree if it is
+ * not loaded yet; each test creates its own veth pair and vrdma device.
  */
 #include <errno.h>
 #include <poll.h>
@@ -17,6 +17,7 @@
 #include <infiniband/verbs.h>
 
 #include "kselftest_harness.h"
+#include "ko_lib.h"
 
 #define DEV_NAME "vrdmat0"
 
@@ -78,14 +79,18 @@ FIXTURE(dev) {
 
 FIXTURE_SETUP(dev)
 {
+	const char *why;
+
+	ASSERT_EQ(0, vrdma_ko_load(&why)) {
+		TH_LOG("%s", why);
+	}
 	sh("ip link del vdt0 2>/dev/null");
 	ASSERT_EQ(0, sh("ip link add vdt0 type veth peer name vdt1 && "
 			"ip link set vdt0 up && ip link set vdt1 up"));
 	ASSERT_EQ(0, sh("rdma link add " DEV_NAME " type vrdma netdev vdt0"));
 	self->ctx = open_by_name(DEV_NAME);
 	ASSERT_NE(NULL, self->ctx) {
-		TH_LOG("ibv_open_device(%s) failed: is RDMAV_DRIVERS set?",
-		       DEV_NAME);
+		TH_LOG("ibv_open_device(%s) failed", DEV_NAME);
 	}
 	self->deleted = 0;
 }

@@ -29,6 +29,7 @@
 
 #include "kselftest_harness.h"
 
+/* Deadlines, multiplied by VRDMA_TEST_SLOW (rc_cfg.slow, default 1). */
 #define RC_TIMEOUT_MS	10000	/* any single wait */
 #define RC_QUIET_MS	200	/* "nothing more arrives" */
 #define RC_MAX_SGE	16	/* SGEs we use at most, for time */
@@ -41,6 +42,7 @@ struct rc_config {
 	int is_rxe;		/* accept rxe's documented deviations */
 	char name[2][32];	/* the two RDMA devices */
 	int gid_idx[2];		/* their IPv4 RoCE v2 GID index */
+	int slow;		/* VRDMA_TEST_SLOW: scales waits (debug kernel) */
 };
 extern struct rc_config rc_cfg;
 
@@ -517,9 +519,14 @@ static inline long rc_memdiff(const uint8_t *a, const uint8_t *b, size_t n)
 /* ---- completions ------------------------------------------------------ */
 
 /* Poll up to @n completions from @cq within @ms; returns how many came. */
+/*
+ * Wait for @n completions, for at most @ms times the slow factor: a debug
+ * kernel (KASAN, lockdep) under TCG is several times slower, and a deadline
+ * is there to catch a lost completion, not to time the device.
+ */
 static inline int rc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
 {
-	double deadline = rc_now_ms() + ms;
+	double deadline = rc_now_ms() + (double)ms * rc_cfg.slow;
 	int got = 0, r;
 
 	while (got < n) {
@@ -537,7 +544,7 @@ static inline int rc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
 	return got;
 }
 
-/* Nothing (more) arrives on @cq within RC_QUIET_MS. */
+/* Nothing (more) arrives on @cq within RC_QUIET_MS (scaled too). */
 #define EXPECT_CQ_EMPTY(cq, what) do { \
 	struct ibv_wc __wc; \
 	int __n = rc_poll((cq), &__wc, 1, RC_QUIET_MS); \
@@ -649,7 +656,20 @@ static inline int rc_wait_async(struct __test_metadata *_metadata,
 	}
 }
 
-/* 1 if a CQ event arrived on @ch within @ms (and it was acked). */
+/*
+ * A QP timeout attribute (4.096 us x 2^t) grown with the slow factor, for
+ * tests whose point is a short transport timer that still never fires.
+ */
+static inline int rc_slow_timeout(int t)
+{
+	int s;
+
+	for (s = rc_cfg.slow; s > 1; s >>= 1)
+		t++;
+	return t;
+}
+
+/* 1 if a CQ event arrived on @ch within @ms x slow (and it was acked). */
 static inline int rc_wait_cq_event(struct ibv_comp_channel *ch,
 				   struct ibv_cq *want, int ms)
 {
@@ -657,7 +677,7 @@ static inline int rc_wait_cq_event(struct ibv_comp_channel *ch,
 	struct ibv_cq *cq;
 	void *ctx;
 
-	if (poll(&pfd, 1, ms) != 1)
+	if (poll(&pfd, 1, ms * rc_cfg.slow) != 1)
 		return 0;
 	if (ibv_get_cq_event(ch, &cq, &ctx))
 		return 0;

@@ -38,6 +38,7 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
+#include "ko_lib.h"
 #include "rc_lib.h"
 
 struct rc_config rc_cfg;
@@ -394,13 +395,13 @@ TEST_F_TIMEOUT(rc, mtu_4096, 300)
 
 /*
  * Several long READs in flight with a short transport timeout (timeout 12:
- * 16.8 ms, 7 retries). The requester's timer measures the time without
+ * 16.8 ms, 7 retries; longer by the slow factor). The requester's timer measures the time without
  * progress, so it must be restarted by every response that arrives: the
  * READs take far longer than 8 x 16.8 ms, yet none of them may time out.
  */
 TEST_F_TIMEOUT(rc, reads_in_flight, 120)
 {
-	struct rc_opts o = { .timeout = 12 };
+	struct rc_opts o = { .timeout = rc_slow_timeout(12) };
 	const size_t q = 4 << 20, len = q - 16;
 	struct rc_env *e = &self->e;
 	struct ibv_send_wr wr[4], *bad = NULL;
@@ -431,7 +432,7 @@ TEST_F_TIMEOUT(rc, reads_in_flight, 120)
 		rc_wc_check(_metadata, &wc[i], &(struct rc_wc_exp){
 			.wr_id = 0x9300 + i, .status = IBV_WC_SUCCESS,
 			.opcode = IBV_WC_RDMA_READ, .qp_num = e->p.a.qp->qp_num,
-		}, "4 MiB READ with a 16.8 ms transport timeout");
+		}, "4 MiB READ with a short transport timeout");
 	EXPECT_SAME_BYTES(e->ba.p, img, e->ba.size, "4 READs of 4 MiB");
 	free(img);
 }
@@ -1822,14 +1823,6 @@ static int rc_write(const char *path, const char *val)
 	return fclose(f) || ret ? -1 : 0;
 }
 
-static int rc_module_loaded(const char *name)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), "/sys/module/%s", name);
-	return access(path, F_OK) == 0;
-}
-
 /* The index of @dev's RoCE v2 GID with an IPv4 address, or -1. */
 static int rc_find_gid(const char *dev)
 {
@@ -1879,28 +1872,24 @@ static void rc_fail(const char *msg)
 static void suite_setup(void)
 {
 	const char *type = getenv("VRDMA_TEST_TYPE");
-	char top[PATH_MAX], ko[PATH_MAX + 16], drv[PATH_MAX + 32];
-	const char *prefix;
+	const char *prefix, *why, *slow = getenv("VRDMA_TEST_SLOW");
 	double deadline;
-	int i;
 
 	if (!type || !*type)
 		type = "vrdma";
 	rc_cfg.type = type;
 	rc_cfg.is_rxe = !strcmp(type, "rxe");
+	rc_cfg.slow = slow ? atoi(slow) : 1;
+	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
+		rc_bail("VRDMA_TEST_SLOW must be 1..64");
 	if (getuid() != 0)
 		rc_bail("must run as root (in the VM)");
 
-	/* The build tree: this program is selftests/vrdma/build/rc_test. */
-	if (!realpath("/proc/self/exe", top))
-		rc_fail("realpath(/proc/self/exe)");
-	for (i = 0; i < 4; i++)
-		dirname(top);
 	if (rc_cfg.is_rxe) {
 		prefix = "rxerc";
-		if (rc_module_loaded("vrdma") && rc_sh("rmmod vrdma") != 0)
+		if (vrdma_ko_loaded("vrdma") && rc_sh("rmmod vrdma") != 0)
 			rc_fail("vrdma is loaded and cannot be unloaded");
-		if (!rc_module_loaded("rdma_rxe")) {
+		if (!vrdma_ko_loaded("rdma_rxe")) {
 			if (rc_sh("modprobe rdma_rxe") != 0)
 				rc_bail("rdma_rxe is not available");
 			rc_loaded_rxe = 1;
@@ -1908,27 +1897,10 @@ static void suite_setup(void)
 	} else if (!strcmp(type, "vrdma")) {
 		prefix = "vrdmarc";
 		/* rxe and vrdma both bind UDP port 4791. */
-		if (rc_module_loaded("rdma_rxe") && rc_sh("rmmod rdma_rxe") != 0)
+		if (vrdma_ko_loaded("rdma_rxe") && rc_sh("rmmod rdma_rxe") != 0)
 			rc_fail("rdma_rxe is loaded and cannot be unloaded");
-		if (!rc_module_loaded("ib_uverbs") &&
-		    rc_sh("modprobe ib_uverbs") != 0)
-			rc_fail("cannot load ib_uverbs");
-		if (getenv("VRDMA_KO"))
-			snprintf(ko, sizeof(ko), "%s", getenv("VRDMA_KO"));
-		else
-			snprintf(ko, sizeof(ko), "%s/vrdma.ko", top);
-		if (!rc_module_loaded("vrdma")) {
-			if (access(ko, R_OK))
-				rc_bail("vrdma.ko not built");
-			/* Its dependencies first (ib_core, udp_tunnel...). */
-			if (rc_shf("d=$(modinfo -F depends %s | tr , ' ');"
-				   "{ [ -z \"$d\" ] || modprobe -a $d; } &&"
-				   "insmod %s", ko, ko) != 0)
-				rc_fail("insmod vrdma.ko failed");
-		}
-		snprintf(drv, sizeof(drv), "%s/userspace-provider/libvrdma",
-			 top);
-		setenv("RDMAV_DRIVERS", drv, 0);
+		if (vrdma_ko_load(&why))
+			rc_fail(why);
 	} else {
 		rc_bail("VRDMA_TEST_TYPE must be vrdma or rxe");
 	}

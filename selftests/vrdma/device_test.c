@@ -20,6 +20,8 @@
 #include "ko_lib.h"
 
 #define DEV_NAME "vrdmat0"
+/* Seconds; the harness default (30) is too short for a debug kernel. */
+#define DEV_TEST_TIMEOUT 180
 
 static int sh(const char *cmd)
 {
@@ -104,7 +106,7 @@ FIXTURE_TEARDOWN(dev)
 	sh("ip link del vdt0 2>/dev/null");
 }
 
-TEST_F(dev, query_device)
+TEST_F_TIMEOUT(dev, query_device, DEV_TEST_TIMEOUT)
 {
 	struct ibv_device_attr_ex ax;
 	struct ibv_device_attr *a = &ax.orig_attr;
@@ -135,7 +137,7 @@ TEST_F(dev, query_device)
 	EXPECT_EQ(0, ax.comp_mask);
 }
 
-TEST_F(dev, query_port)
+TEST_F_TIMEOUT(dev, query_port, DEV_TEST_TIMEOUT)
 {
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
@@ -162,7 +164,7 @@ TEST_F(dev, query_port)
 	EXPECT_NE(0, ibv_query_port(self->ctx, 2, &pa));
 }
 
-TEST_F(dev, pd)
+TEST_F_TIMEOUT(dev, pd, DEV_TEST_TIMEOUT)
 {
 	struct ibv_pd *pd[64];
 	int i;
@@ -177,7 +179,7 @@ TEST_F(dev, pd)
 		EXPECT_EQ(0, ibv_dealloc_pd(pd[i]));
 }
 
-TEST_F(dev, port_events)
+TEST_F_TIMEOUT(dev, port_events, DEV_TEST_TIMEOUT)
 {
 	struct ibv_port_attr pa;
 
@@ -208,7 +210,7 @@ TEST_F(dev, port_events)
  * for the process nor break it: the context is disassociated, its verbs
  * fail with EIO, it gets IBV_EVENT_DEVICE_FATAL, and closing it is clean.
  */
-TEST_F(dev, delete_with_open_context)
+TEST_F_TIMEOUT(dev, delete_with_open_context, DEV_TEST_TIMEOUT)
 {
 	struct ibv_pd *pd, *pd2;
 	double t0;
@@ -231,7 +233,7 @@ TEST_F(dev, delete_with_open_context)
 }
 
 /* Same, with the netdev deleted instead of the link. */
-TEST_F(dev, netdev_delete_with_open_context)
+TEST_F_TIMEOUT(dev, netdev_delete_with_open_context, DEV_TEST_TIMEOUT)
 {
 	struct ibv_pd *pd;
 

@@ -92,9 +92,9 @@ static_assert((int)IBV_WR_RDMA_WRITE == IB_UVERBS_WR_RDMA_WRITE &&
 		      (int)IBV_WR_TSO == IB_UVERBS_WR_TSO,
 	      "enum ibv_wr_opcode is enum ib_uverbs_wr_opcode");
 
-#define VRDMA_SEND_FLAGS_MASK						\
-	(VRDMA_SEND_FENCE | VRDMA_SEND_SIGNALED |			\
-	 VRDMA_SEND_SOLICITED | VRDMA_SEND_INLINE)
+/* The flags a work request sets itself; VRDMA_SEND_INLINE comes with data. */
+#define VRDMA_SEND_WR_FLAGS						\
+	(VRDMA_SEND_FENCE | VRDMA_SEND_SIGNALED | VRDMA_SEND_SOLICITED)
 
 /* ------------------------------------------------------------------------
  * Ring indices and entries.
@@ -233,10 +233,112 @@ struct vrdma_sq_limits {
 };
 
 /*
- * Writes wr into the slot wqe, or returns EINVAL leaving the slot alone.
- * The limits were checked against the stride at create_qp, so neither the
- * SGEs nor the inline data can run past the slot.
+ * A send WQE is built in its slot piece by piece, by post_send from a
+ * struct ibv_send_wr (vrdma_build_send_wqe below) and by the ibv_wr_*
+ * builders (wr.c) one call per piece alike, so that both APIs write the
+ * same bytes.  The callers check first (SGE count, inline length against
+ * the limits, which create_qp checked against the stride, so that neither
+ * the SGEs nor the inline data can run past the slot) and then write.
  */
+
+/*
+ * The header, every field not set by a later piece zeroed: the slot holds
+ * the previous lap's WQE.  No data: a gather list of no SGEs.
+ */
+static inline void vrdma_wqe_start(struct vrdma_send_wqe *wqe, uint64_t wr_id,
+				   uint8_t opcode, unsigned int send_flags,
+				   const struct vrdma_sq_limits *lim)
+{
+	memset(wqe, 0, VRDMA_SEND_WQE_HDR_SIZE);
+	wqe->wr_id = wr_id;
+	wqe->opcode = opcode;
+	wqe->flags = (send_flags & VRDMA_SEND_WR_FLAGS) | lim->sig_all;
+}
+
+/* Immediate data, big endian as given. */
+static inline void vrdma_wqe_set_imm(struct vrdma_send_wqe *wqe, __be32 imm)
+{
+	wqe->ex.imm_data = imm;
+}
+
+static inline void vrdma_wqe_set_inv(struct vrdma_send_wqe *wqe,
+				     uint32_t rkey)
+{
+	wqe->ex.invalidate_rkey = rkey;
+}
+
+static inline void vrdma_wqe_set_rdma(struct vrdma_send_wqe *wqe,
+				      uint64_t remote_addr, uint32_t rkey)
+{
+	wqe->rdma.remote_addr = remote_addr;
+	wqe->rdma.rkey = rkey;
+}
+
+static inline void vrdma_wqe_set_atomic(struct vrdma_send_wqe *wqe,
+					uint64_t remote_addr, uint32_t rkey,
+					uint64_t compare_add, uint64_t swap)
+{
+	wqe->atomic.remote_addr = remote_addr;
+	wqe->atomic.compare_add = compare_add;
+	wqe->atomic.swap = swap;
+	wqe->atomic.rkey = rkey;
+}
+
+static inline void vrdma_wqe_set_ud(struct vrdma_send_wqe *wqe, uint32_t ah,
+				    uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	wqe->ud.ah = ah;
+	wqe->ud.remote_qpn = remote_qpn;
+	wqe->ud.remote_qkey = remote_qkey;
+}
+
+/* The gather list, replacing any data set before; num_sge <= max_sge. */
+static inline void vrdma_wqe_set_sgl(struct vrdma_send_wqe *wqe,
+				     const struct ibv_sge *sge,
+				     uint32_t num_sge)
+{
+	wqe->flags &= ~VRDMA_SEND_INLINE;
+	wqe->inline_len = 0;
+	wqe->num_sge = num_sge;
+	if (num_sge)
+		memcpy(wqe->sge, sge, num_sge * sizeof(struct vrdma_sge));
+}
+
+/*
+ * Inline data instead of a gather list, empty so far: vrdma_wqe_add_inline
+ * appends to it, up to the max_inline the caller checked the total against.
+ * The data is copied now, so the caller may reuse its buffers on return.
+ */
+static inline void vrdma_wqe_set_inline(struct vrdma_send_wqe *wqe)
+{
+	wqe->flags |= VRDMA_SEND_INLINE;
+	wqe->num_sge = 0;
+	wqe->inline_len = 0;
+}
+
+static inline void vrdma_wqe_add_inline(struct vrdma_send_wqe *wqe,
+					const void *data, uint32_t len)
+{
+	if (!len)
+		return;		/* data may be anything then */
+	memcpy((uint8_t *)wqe->sge + wqe->inline_len, data, len);
+	wqe->inline_len += len;
+}
+
+/*
+ * Whether len more inline bytes fit after *total, which then counts them;
+ * 64 bits: num_sge lengths of up to 4 GiB each cannot wrap.
+ */
+static inline bool vrdma_inline_fits(uint64_t *total, uint64_t len,
+				     const struct vrdma_sq_limits *lim)
+{
+	if (len > lim->max_inline || *total > lim->max_inline - len)
+		return false;
+	*total += len;
+	return true;
+}
+
+/* Writes wr into the slot wqe, or returns EINVAL leaving the slot alone. */
 static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
 				       const struct ibv_send_wr *wr,
 				       const struct vrdma_sq_limits *lim)
@@ -244,7 +346,6 @@ static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
 	bool inl = wr->send_flags & IBV_SEND_INLINE;
 	uint64_t inline_len = 0;
 	const struct ibv_sge *sge;
-	uint8_t *data;
 	int i;
 
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > lim->max_sge)
@@ -253,51 +354,42 @@ static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
 		return EINVAL;
 	if (lim->ud && !wr->wr.ud.ah)
 		return EINVAL;
-	if (inl) {
-		/* 64 bits: num_sge lengths of up to 4 GiB each */
-		for (i = 0; i < wr->num_sge; i++)
-			inline_len += wr->sg_list[i].length;
-		if (inline_len > lim->max_inline)
+	for (i = 0; inl && i < wr->num_sge; i++)
+		if (!vrdma_inline_fits(&inline_len, wr->sg_list[i].length,
+				       lim))
 			return EINVAL;
-	}
 
-	/* The slot holds the previous lap's WQE: unused fields must read 0. */
-	memset(wqe, 0, VRDMA_SEND_WQE_HDR_SIZE);
-	wqe->wr_id = wr->wr_id;
-	wqe->opcode = wr->opcode;
-	wqe->flags = (wr->send_flags & VRDMA_SEND_FLAGS_MASK) | lim->sig_all;
-
+	vrdma_wqe_start(wqe, wr->wr_id, wr->opcode, wr->send_flags, lim);
 	switch (wr->opcode) {
 	case IBV_WR_SEND_WITH_IMM:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		wqe->ex.imm_data = wr->imm_data;
+		vrdma_wqe_set_imm(wqe, wr->imm_data);
 		break;
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_LOCAL_INV:
-		wqe->ex.invalidate_rkey = wr->invalidate_rkey;
+		vrdma_wqe_set_inv(wqe, wr->invalidate_rkey);
 		break;
 	default:
 		break;
 	}
 
 	if (lim->ud) {
-		wqe->ud.ah = wr->wr.ud.ah->handle;
-		wqe->ud.remote_qpn = wr->wr.ud.remote_qpn;
-		wqe->ud.remote_qkey = wr->wr.ud.remote_qkey;
+		vrdma_wqe_set_ud(wqe, wr->wr.ud.ah->handle, wr->wr.ud.remote_qpn,
+				 wr->wr.ud.remote_qkey);
 	} else {
 		switch (wr->opcode) {
 		case IBV_WR_RDMA_WRITE:
 		case IBV_WR_RDMA_WRITE_WITH_IMM:
 		case IBV_WR_RDMA_READ:
-			wqe->rdma.remote_addr = wr->wr.rdma.remote_addr;
-			wqe->rdma.rkey = wr->wr.rdma.rkey;
+			vrdma_wqe_set_rdma(wqe, wr->wr.rdma.remote_addr,
+					   wr->wr.rdma.rkey);
 			break;
 		case IBV_WR_ATOMIC_CMP_AND_SWP:
 		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-			wqe->atomic.remote_addr = wr->wr.atomic.remote_addr;
-			wqe->atomic.compare_add = wr->wr.atomic.compare_add;
-			wqe->atomic.swap = wr->wr.atomic.swap;
-			wqe->atomic.rkey = wr->wr.atomic.rkey;
+			vrdma_wqe_set_atomic(wqe, wr->wr.atomic.remote_addr,
+					     wr->wr.atomic.rkey,
+					     wr->wr.atomic.compare_add,
+					     wr->wr.atomic.swap);
 			break;
 		default:
 			break;
@@ -305,22 +397,15 @@ static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
 	}
 
 	if (inl) {
-		/* the data is copied now: the caller may reuse it on return */
-		data = (uint8_t *)wqe->sge;
+		vrdma_wqe_set_inline(wqe);
 		for (i = 0; i < wr->num_sge; i++) {
 			sge = &wr->sg_list[i];
-			if (!sge->length)
-				continue;
-			memcpy(data, (const void *)(uintptr_t)sge->addr,
-			       sge->length);
-			data += sge->length;
+			vrdma_wqe_add_inline(wqe,
+					     (const void *)(uintptr_t)sge->addr,
+					     sge->length);
 		}
-		wqe->inline_len = inline_len;
 	} else {
-		wqe->num_sge = wr->num_sge;
-		if (wr->num_sge)
-			memcpy(wqe->sge, wr->sg_list,
-			       wr->num_sge * sizeof(struct vrdma_sge));
+		vrdma_wqe_set_sgl(wqe, wr->sg_list, wr->num_sge);
 	}
 	return 0;
 }
@@ -428,32 +513,52 @@ static inline void vrdma_cqe_to_wc(const struct vrdma_cqe *cqe,
 }
 
 /*
+ * Copies the next CQE out of the ring into *cqe and moves past it, without
+ * handing the slot back yet (vrdma_cq_release does that for everything
+ * taken so far).  prod is read again only when the CQEs known to be there
+ * are used up.  Returns 0, ENOENT when the ring is empty, or EIO when prod
+ * is further ahead than the ring is long (nothing the kernel can have
+ * written).  The caller holds the CQ lock.
+ */
+static inline int vrdma_cq_take(struct vrdma_uring *cq, struct vrdma_cqe *cqe)
+{
+	if (cq->head == cq->peer)
+		cq->peer = vrdma_load_acquire(&cq->hdr->prod);
+	if (cq->peer - cq->head > cq->num_entries)
+		return EIO;
+	if (cq->head == cq->peer)
+		return ENOENT;
+	memcpy(cqe, vrdma_uring_entry(cq, cq->head), sizeof(*cqe));
+	cq->head++;
+	return 0;
+}
+
+/* After the reads of vrdma_cq_take: the kernel may overwrite those slots. */
+static inline void vrdma_cq_release(struct vrdma_uring *cq)
+{
+	vrdma_store_release(&cq->hdr->cons, cq->head);
+}
+
+/*
  * Reads up to num_entries completions and returns them to the kernel;
- * returns how many, or -EIO when prod is further ahead than the ring is
- * long (nothing the kernel can have written).  The caller holds the CQ
- * lock.
+ * returns how many, or -EIO when the first one cannot be read (see
+ * vrdma_cq_take).  The caller holds the CQ lock.
  */
 static inline int vrdma_cq_poll_ring(struct vrdma_uring *cq, int num_entries,
 				     struct ibv_wc *wc)
 {
 	struct vrdma_cqe cqe;
-	uint32_t avail;
-	int n;
+	int n, ret = 0;
 
-	cq->peer = vrdma_load_acquire(&cq->hdr->prod);
-	avail = cq->peer - cq->head;
-	if (avail > cq->num_entries)
-		return -EIO;
-
-	for (n = 0; n < num_entries && avail; n++, avail--) {
-		memcpy(&cqe, vrdma_uring_entry(cq, cq->head), sizeof(cqe));
+	for (n = 0; n < num_entries; n++) {
+		ret = vrdma_cq_take(cq, &cqe);
+		if (ret)
+			break;
 		vrdma_cqe_to_wc(&cqe, &wc[n]);
-		cq->head++;
 	}
-	/* after the reads above: the kernel may overwrite those slots now */
 	if (n)
-		vrdma_store_release(&cq->hdr->cons, cq->head);
-	return n;
+		vrdma_cq_release(cq);
+	return !n && ret == EIO ? -EIO : n;
 }
 
 #endif /* VRDMA_RING_H */

@@ -3,22 +3,21 @@
  * Completion queues.
  *
  * The kernel allocates the CQ ring and produces CQEs into it; the process
- * maps it and consumes them: poll_cq reads only the ring and makes no
- * system call.  Arming (req_notify_cq) and everything else goes through
- * uverbs.
+ * maps it and consumes them: poll_cq, and the extended CQ's start_poll,
+ * next_poll and end_poll, read only the ring and make no system call.
+ * Arming (req_notify_cq) and everything else goes through uverbs.
+ *
+ * An extended CQ (ibv_create_cq_ex) is the same CQ in the kernel, created
+ * by the same command; it differs only in how the process polls it, and
+ * plain poll_cq works on it too.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "vrdma.h"
 
-struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
-			       struct ibv_comp_channel *channel,
-			       int comp_vector)
+static struct vrdma_cq *vrdma_cq_alloc(void)
 {
-	struct vrdma_context *ctx = to_vctx(context);
-	struct vrdma_cmd_create_cq_resp resp = {};
-	struct vrdma_cmd_create_cq cmd = {};
 	struct vrdma_cq *cq;
 	int ret;
 
@@ -26,17 +25,31 @@ struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
 	if (!cq)
 		return NULL;
 	ret = pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
-	if (ret)
-		goto err_free;
+	if (ret) {
+		free(cq);
+		errno = ret;
+		return NULL;
+	}
+	return cq;
+}
 
-	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector,
-				&cq->vcq.cq, &cmd.ibv_cmd, sizeof(cmd),
-				&resp.ibv_resp, sizeof(resp));
-	if (ret)
-		goto err_lock;
+static void vrdma_cq_free(struct vrdma_cq *cq)
+{
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+}
 
-	ret = vrdma_map_ring(ctx, &cq->ring, &resp.drv_payload.cq,
-			     sizeof(struct vrdma_cqe), false);
+/*
+ * Maps the ring of a CQ the kernel has just created, or destroys the CQ.
+ * Returns 0 or an errno.
+ */
+static int vrdma_cq_setup_ring(struct vrdma_context *ctx, struct vrdma_cq *cq,
+			       const struct vrdma_ring_info *info)
+{
+	int ret;
+
+	ret = vrdma_map_ring(ctx, &cq->ring, info, sizeof(struct vrdma_cqe),
+			     false);
 	if (ret)
 		goto err_destroy;
 	/* the kernel must be able to hold every completion it promised */
@@ -46,18 +59,40 @@ struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
 		ret = EPROTO;
 		goto err_unmap;
 	}
-	return &cq->vcq.cq;
+	return 0;
 
 err_unmap:
 	vrdma_unmap_ring(&cq->ring);
 err_destroy:
 	ibv_cmd_destroy_cq(&cq->vcq.cq);
-err_lock:
-	pthread_spin_destroy(&cq->lock);
-err_free:
-	free(cq);
-	errno = ret;
-	return NULL;
+	return ret;
+}
+
+struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
+			       struct ibv_comp_channel *channel,
+			       int comp_vector)
+{
+	struct vrdma_cmd_create_cq_resp resp = {};
+	struct vrdma_cmd_create_cq cmd = {};
+	struct vrdma_cq *cq;
+	int ret;
+
+	cq = vrdma_cq_alloc();
+	if (!cq)
+		return NULL;
+
+	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector,
+				&cq->vcq.cq, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (!ret)
+		ret = vrdma_cq_setup_ring(to_vctx(context), cq,
+					  &resp.drv_payload.cq);
+	if (ret) {
+		vrdma_cq_free(cq);
+		errno = ret;
+		return NULL;
+	}
+	return &cq->vcq.cq;
 }
 
 /*
@@ -111,8 +146,7 @@ int vrdma_destroy_cq(struct ibv_cq *ibcq)
 		return ret;
 
 	vrdma_unmap_ring(&cq->ring);
-	pthread_spin_destroy(&cq->lock);
-	free(cq);
+	vrdma_cq_free(cq);
 	return 0;
 }
 
@@ -134,4 +168,179 @@ int vrdma_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 int vrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	return ibv_cmd_req_notify_cq(ibcq, solicited_only);
+}
+
+/* ---- the extended CQ ----------------------------------------------------- */
+
+/*
+ * Everything a struct ibv_wc carries.  Not completion timestamps, flow tags,
+ * VLANs or tag matching: a CQE has none of them.
+ */
+#define VRDMA_CQ_EX_WC_FLAGS IBV_WC_STANDARD_FLAGS
+
+/*
+ * The current CQE's wr_id and status go where ibv_cq_ex has them; the
+ * read_* functions read the rest of the copy in cq->cur.
+ */
+static void vrdma_cq_ex_load(struct vrdma_cq *cq)
+{
+	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
+	cq->vcq.cq_ex.status = (enum ibv_wc_status)cq->cur.status;
+}
+
+/*
+ * Takes the CQ lock, held until end_poll, when there is a completion;
+ * ENOENT (none) or EIO leave it unlocked, and end_poll is not called then.
+ */
+static int vrdma_start_poll(struct ibv_cq_ex *cqx,
+			    struct ibv_poll_cq_attr *attr)
+{
+	struct vrdma_cq *cq = to_vcq_ex(cqx);
+	int ret;
+
+	if (attr && attr->comp_mask)
+		return EINVAL;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->ring.hdr)
+		ret = vrdma_cq_take(&cq->ring, &cq->cur);
+	else
+		ret = EIO;	/* lost its ring in resize_cq */
+	if (ret) {
+		pthread_spin_unlock(&cq->lock);
+		return ret;
+	}
+	vrdma_cq_ex_load(cq);
+	return 0;
+}
+
+static int vrdma_next_poll(struct ibv_cq_ex *cqx)
+{
+	struct vrdma_cq *cq = to_vcq_ex(cqx);
+	int ret;
+
+	ret = vrdma_cq_take(&cq->ring, &cq->cur);
+	if (!ret)
+		vrdma_cq_ex_load(cq);
+	return ret;
+}
+
+/* Hands every CQE taken since start_poll back to the kernel at once. */
+static void vrdma_end_poll(struct ibv_cq_ex *cqx)
+{
+	struct vrdma_cq *cq = to_vcq_ex(cqx);
+
+	vrdma_cq_release(&cq->ring);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode vrdma_wc_read_opcode(struct ibv_cq_ex *cqx)
+{
+	return (enum ibv_wc_opcode)to_vcq_ex(cqx)->cur.opcode;
+}
+
+static uint32_t vrdma_wc_read_vendor_err(struct ibv_cq_ex *cqx)
+{
+	return to_vcq_ex(cqx)->cur.vendor_err;
+}
+
+static uint32_t vrdma_wc_read_byte_len(struct ibv_cq_ex *cqx)
+{
+	return to_vcq_ex(cqx)->cur.byte_len;
+}
+
+/* Also ibv_wc_read_invalidated_rkey(): the same 32 bits, as they came. */
+static __be32 vrdma_wc_read_imm_data(struct ibv_cq_ex *cqx)
+{
+	return to_vcq_ex(cqx)->cur.ex.imm_data;
+}
+
+static uint32_t vrdma_wc_read_qp_num(struct ibv_cq_ex *cqx)
+{
+	return to_vcq_ex(cqx)->cur.qp_num;
+}
+
+static uint32_t vrdma_wc_read_src_qp(struct ibv_cq_ex *cqx)
+{
+	return to_vcq_ex(cqx)->cur.src_qp;
+}
+
+static unsigned int vrdma_wc_read_wc_flags(struct ibv_cq_ex *cqx)
+{
+	return to_vcq_ex(cqx)->cur.wc_flags;
+}
+
+/* RoCE has no LIDs or SLs to speak of: zeros, as poll_cq reports them. */
+static uint32_t vrdma_wc_read_slid(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+	return 0;
+}
+
+static uint8_t vrdma_wc_read_sl(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+	return 0;
+}
+
+static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+	return 0;
+}
+
+/*
+ * ibv_create_cq_ex().  libibverbs has already refused wc_flags it does not
+ * know; the kernel is asked nothing it cannot do: no wc_flags beyond
+ * struct ibv_wc's, no parent domain (IBV_CQ_INIT_ATTR_MASK_PD), and of the
+ * creation flags only IBV_CREATE_CQ_ATTR_SINGLE_THREADED, a promise we may
+ * ignore (the lock is uncontended then).  Every read_* function of a
+ * supported field is set, whether or not wc_flags asked for it.
+ */
+struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr)
+{
+	struct vrdma_cmd_create_cq_ex_resp resp = {};
+	struct ibv_cq_ex *cqx;
+	struct vrdma_cq *cq;
+	int ret;
+
+	if ((attr->wc_flags & ~(uint64_t)VRDMA_CQ_EX_WC_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+
+	cq = vrdma_cq_alloc();
+	if (!cq)
+		return NULL;
+
+	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, NULL, 0,
+				   &resp.ibv_resp, sizeof(resp), 0);
+	if (!ret)
+		ret = vrdma_cq_setup_ring(to_vctx(context), cq,
+					  &resp.drv_payload.cq);
+	if (ret) {
+		vrdma_cq_free(cq);
+		errno = ret;
+		return NULL;
+	}
+
+	cqx = &cq->vcq.cq_ex;
+	cqx->start_poll = vrdma_start_poll;
+	cqx->next_poll = vrdma_next_poll;
+	cqx->end_poll = vrdma_end_poll;
+	cqx->read_opcode = vrdma_wc_read_opcode;
+	cqx->read_vendor_err = vrdma_wc_read_vendor_err;
+	cqx->read_byte_len = vrdma_wc_read_byte_len;
+	cqx->read_imm_data = vrdma_wc_read_imm_data;
+	cqx->read_qp_num = vrdma_wc_read_qp_num;
+	cqx->read_src_qp = vrdma_wc_read_src_qp;
+	cqx->read_wc_flags = vrdma_wc_read_wc_flags;
+	cqx->read_slid = vrdma_wc_read_slid;
+	cqx->read_sl = vrdma_wc_read_sl;
+	cqx->read_dlid_path_bits = vrdma_wc_read_dlid_path_bits;
+	return cqx;
 }

@@ -6,8 +6,9 @@
  * unless the QP receives through an SRQ, the RQ.  post_send writes send
  * WQEs into the SQ and then rings the doorbell, a POST_SEND command with no
  * work requests; post_recv only writes the RQ (the kernel looks at it when
- * a packet arrives), except in ERR.  Creating, modifying and destroying a
- * QP go through uverbs.
+ * a packet arrives), except in ERR.  An extended QP's ibv_wr_* API (wr.c)
+ * writes the SQ the same way, in batches.  Creating, modifying and
+ * destroying a QP go through uverbs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -155,16 +156,20 @@ struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 
 /*
  * ibv_create_qp_ex() with only a PD calls create_qp; this one sees the
- * rest, and takes what create_qp can express: a PD and no creation flags.
- * Notably not IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: there are no ibv_wr_* ops.
+ * rest, and takes what create_qp can express, a PD and no creation flags,
+ * plus the ibv_wr_* API (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS), which is the
+ * provider's alone: the kernel sees the same QP either way.
  */
 struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 				  struct ibv_qp_init_attr_ex *attr)
 {
 	const uint32_t known = IBV_QP_INIT_ATTR_PD |
-			       IBV_QP_INIT_ATTR_CREATE_FLAGS;
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	bool wr_api = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	struct ibv_qp_init_attr_ex attr_pd;
 	struct ibv_qp *qp;
+	int ret;
 
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
 	    (attr->comp_mask & ~known) ||
@@ -173,12 +178,23 @@ struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (wr_api) {
+		ret = vrdma_wr_check_ops(context, attr->qp_type,
+					 attr->send_ops_flags);
+		if (ret) {
+			errno = ret;
+			return NULL;
+		}
+	}
 
 	attr_pd = *attr;
 	attr_pd.comp_mask = IBV_QP_INIT_ATTR_PD;
 	qp = vrdma_create_qp_common(context, &attr_pd);
-	if (qp)
-		attr->cap = attr_pd.cap;
+	if (!qp)
+		return NULL;
+	attr->cap = attr_pd.cap;
+	if (wr_api)
+		vrdma_qp_init_wr(to_vqp(qp), attr->send_ops_flags);
 	return qp;
 }
 
@@ -230,33 +246,14 @@ int vrdma_destroy_qp(struct ibv_qp *ibqp)
  * That needs a full barrier between publishing prod and reading the flag,
  * mirrored on the kernel side, or a doorbell gets lost.
  */
-static int vrdma_sq_doorbell(struct vrdma_qp *qp)
+int vrdma_sq_doorbell(struct vrdma_qp *qp)
 {
 	struct ibv_send_wr *bad_wr;
 
 	return ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad_wr);
 }
 
-/*
- * Whether the QP takes send (or receive) work requests in its state.  A WQE
- * in the ring runs once the kernel gets to it, so one posted too early must
- * be refused here, not queued (the SQ is enabled from RTS on, the RQ from
- * INIT on).  ibqp->state is what libibverbs recorded at the last modify_qp
- * or query_qp; the states the kernel moves a QP to on its own, SQE and ERR,
- * both take work requests (to flush them).
- */
-static bool vrdma_qp_sq_ready(const struct ibv_qp *ibqp)
-{
-	switch (ibqp->state) {
-	case IBV_QPS_RESET:
-	case IBV_QPS_INIT:
-	case IBV_QPS_RTR:
-		return false;
-	default:
-		return true;
-	}
-}
-
+/* As vrdma_qp_sq_ready(): the RQ takes work requests from INIT on. */
 static bool vrdma_qp_rq_ready(const struct ibv_qp *ibqp)
 {
 	return ibqp->state != IBV_QPS_RESET;

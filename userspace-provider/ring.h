@@ -524,8 +524,10 @@ static inline int vrdma_cq_take(struct vrdma_uring *cq, struct vrdma_cqe *cqe)
 {
 	if (cq->head == cq->peer)
 		cq->peer = vrdma_load_acquire(&cq->hdr->prod);
-	if (cq->peer - cq->head > cq->num_entries)
+	if (cq->peer - cq->head > cq->num_entries) {
+		cq->peer = cq->head;	/* not to be believed: read it again */
 		return EIO;
+	}
 	if (cq->head == cq->peer)
 		return ENOENT;
 	memcpy(cqe, vrdma_uring_entry(cq, cq->head), sizeof(*cqe));

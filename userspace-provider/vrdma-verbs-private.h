@@ -172,6 +172,12 @@ struct verbs_mr {
 	int access;
 };
 
+/* verbs_qp.comp_mask */
+enum verbs_qp_mask {
+	VERBS_QP_XRCD = 1 << 0,
+	VERBS_QP_EX = 1 << 1,	/* ibv_qp_to_qp_ex() returns &qp_ex */
+};
+
 struct verbs_qp {
 	union {
 		struct ibv_qp qp;
@@ -475,6 +481,21 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
 		      struct ibv_cq *cq, struct ibv_create_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_create_cq_resp *resp,
 		      size_t resp_size);
+/*
+ * CREATE_CQ for ibv_create_cq_ex(): the same uverbs method as
+ * ibv_cmd_create_cq, plus the kernel's CQ flags that attr asks for
+ * (completion timestamps, IGNORE_OVERRUN).  The response starts with
+ * struct ib_uverbs_ex_create_cq_resp whichever way the command goes; cmd
+ * may be NULL (no driver request).  cmd_flags: enum create_cq_cmd_flags,
+ * of which vrdma uses none.
+ */
+struct ibv_create_cq_ex;
+int ibv_cmd_create_cq_ex(struct ibv_context *context,
+			 const struct ibv_cq_init_attr_ex *cq_attr,
+			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,
+			 size_t cmd_size,
+			 struct ib_uverbs_ex_create_cq_resp *resp,
+			 size_t resp_size, uint32_t cmd_flags);
 int ibv_cmd_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int ibv_cmd_resize_cq(struct ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
 		      size_t cmd_size, struct ib_uverbs_resize_cq_resp *resp,

@@ -31,6 +31,7 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.alloc_pd = vrdma_alloc_pd,
 	.create_ah = vrdma_create_ah,
 	.create_cq = vrdma_create_cq,
+	.create_cq_ex = vrdma_create_cq_ex,
 	.create_qp = vrdma_create_qp,
 	.create_qp_ex = vrdma_create_qp_ex,
 	.create_srq = vrdma_create_srq,

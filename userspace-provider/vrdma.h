@@ -7,8 +7,10 @@
  *              address handles
  *   ring.h     what the data path does to a shared ring (no system calls)
  *   ring.c     mapping the rings the kernel allocates
- *   cq.c       completion queues: create/resize/destroy, poll_cq
+ *   cq.c       completion queues: create/resize/destroy, poll_cq, and the
+ *              extended CQ's start/next/end_poll and read_* functions
  *   qp.c       queue pairs: create/modify/destroy, post_send, post_recv
+ *   wr.c       the ibv_wr_* work request builders of an extended QP
  *   srq.c      shared receive queues, post_srq_recv
  *
  * Everything the provider shares with the kernel comes from
@@ -39,6 +41,23 @@ VRDMA_DECLARE_DRV_CMD(vrdma_get_context, ibv_get_context, vrdma_verbs_empty,
  */
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_cq, ibv_create_cq, vrdma_verbs_empty,
 		      ib_uverbs_create_cq_resp, vrdma_create_cq_resp);
+/*
+ * create_cq_ex: libibverbs sends no driver request here; the response
+ * starts with the extended core response.
+ */
+struct vrdma_cmd_create_cq_ex_resp {
+	struct ib_uverbs_ex_create_cq_resp ibv_resp;
+	struct vrdma_create_cq_resp drv_payload;
+};
+
+static_assert(offsetof(struct vrdma_cmd_create_cq_ex_resp, drv_payload) ==
+		      sizeof(struct ib_uverbs_ex_create_cq_resp),
+	      "bad vrdma_cmd_create_cq_ex response layout");
+static_assert(sizeof(struct vrdma_cmd_create_cq_ex_resp) ==
+		      sizeof(struct ib_uverbs_ex_create_cq_resp) +
+			      sizeof(struct vrdma_create_cq_resp),
+	      "bad vrdma_cmd_create_cq_ex response size");
+
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_resize_cq, ibv_resize_cq, vrdma_verbs_empty,
 		      ib_uverbs_resize_cq_resp, vrdma_create_cq_resp);
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_qp, ibv_create_qp, vrdma_verbs_empty,
@@ -63,17 +82,35 @@ struct vrdma_ah {
 	struct ibv_ah ibv_ah;
 };
 
-/* Several threads may poll one CQ: lock is taken around every ring access. */
+/*
+ * Several threads may poll one CQ: lock is taken around every ring access,
+ * and held from start_poll to end_poll.
+ */
 struct vrdma_cq {
 	struct verbs_cq vcq;
 	pthread_spinlock_t lock;
 	struct vrdma_uring ring;
+	struct vrdma_cqe cur;	/* start/next_poll's CQE, for the read_* */
+};
+
+/*
+ * The ibv_wr_* batch between wr_start and wr_complete/wr_abort (wr.c), built
+ * under the SQ lock: the WQEs go into the ring past prod, which only
+ * wr_complete moves.
+ */
+struct vrdma_wr_batch {
+	struct vrdma_send_wqe *wqe;	/* the WQE the setters apply to */
+	uint32_t start;			/* the SQ's head at wr_start */
+	int err;			/* the first error: discard the batch */
+	bool ud_addr_missing;		/* a UD WQE without wr_set_ud_addr */
 };
 
 struct vrdma_sq {
 	pthread_spinlock_t lock;
 	struct vrdma_uring ring;
 	struct vrdma_sq_limits limits;
+	uint64_t send_ops;		/* IBV_QP_EX_WITH_*: builders allowed */
+	struct vrdma_wr_batch wr;
 };
 
 /* A QP's RQ or an SRQ. */
@@ -123,14 +160,44 @@ static inline struct vrdma_cq *to_vcq(struct ibv_cq *ibcq)
 	return vrdma_container_of(ibcq, struct vrdma_cq, vcq.cq);
 }
 
+static inline struct vrdma_cq *to_vcq_ex(struct ibv_cq_ex *cqx)
+{
+	return vrdma_container_of(cqx, struct vrdma_cq, vcq.cq_ex);
+}
+
 static inline struct vrdma_qp *to_vqp(struct ibv_qp *ibqp)
 {
 	return vrdma_container_of(ibqp, struct vrdma_qp, vqp.qp);
 }
 
+static inline struct vrdma_qp *to_vqp_ex(struct ibv_qp_ex *qpx)
+{
+	return vrdma_container_of(qpx, struct vrdma_qp, vqp.qp_ex);
+}
+
 static inline struct vrdma_srq *to_vsrq(struct ibv_srq *ibsrq)
 {
 	return vrdma_container_of(ibsrq, struct vrdma_srq, ibv_srq);
+}
+
+/*
+ * Whether the QP takes send work requests in its state.  A WQE in the ring
+ * runs once the kernel gets to it, so one posted too early must be refused,
+ * not queued (the SQ is enabled from RTS on).  ibqp->state is what
+ * libibverbs recorded at the last modify_qp or query_qp; the states the
+ * kernel moves a QP to on its own, SQE and ERR, both take work requests
+ * (to flush them).
+ */
+static inline bool vrdma_qp_sq_ready(const struct ibv_qp *ibqp)
+{
+	switch (ibqp->state) {
+	case IBV_QPS_RESET:
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		return false;
+	default:
+		return true;
+	}
 }
 
 /* Logs through libibverbs (VERBS_LOG_LEVEL/VERBS_LOG_FILE); keeps errno. */
@@ -177,6 +244,8 @@ int vrdma_resize_cq(struct ibv_cq *cq, int cqe);
 int vrdma_destroy_cq(struct ibv_cq *cq);
 int vrdma_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 int vrdma_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
+				     struct ibv_cq_init_attr_ex *attr);
 
 /* qp.c */
 struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
@@ -190,10 +259,16 @@ int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 int vrdma_destroy_qp(struct ibv_qp *qp);
 int vrdma_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
+int vrdma_sq_doorbell(struct vrdma_qp *qp);
 int vrdma_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
 int vrdma_post_rq(struct vrdma_rq *rq, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr, uint32_t *posted);
+
+/* wr.c */
+int vrdma_wr_check_ops(struct ibv_context *context, enum ibv_qp_type type,
+		       uint64_t send_ops);
+void vrdma_qp_init_wr(struct vrdma_qp *qp, uint64_t send_ops);
 
 /* srq.c */
 struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,

@@ -18,6 +18,7 @@
  *    verbs_context slot libibverbs copies it to, or, for the ops that only
  *    libibverbs' private table holds, be what the public verb calls
  *  - the command structs have the size libibverbs splits driver data at
+ *  - ibv_qp_to_qp_ex() honours verbs_qp.comp_mask's VERBS_QP_EX
  *  - every private function we declare exists as IBVERBS_PRIVATE_34
  *  - libvrdma-rdmav34.so dlopen()s with RTLD_NOW, its constructor registers
  *    sane verbs_device_ops, and its alloc_context fails cleanly without a
@@ -713,6 +714,11 @@ TEST(command_layout)
 		  sizeof(struct vrdma_cmd_create_cq));
 	EXPECT_EQ(8, offsetof(struct vrdma_cmd_create_cq_resp, drv_payload));
 	EXPECT_EQ(8 + 24, sizeof(struct vrdma_cmd_create_cq_resp));
+	/* create_cq_ex: after the extended core response */
+	EXPECT_EQ(16, sizeof(struct ib_uverbs_ex_create_cq_resp));
+	EXPECT_EQ(16, offsetof(struct vrdma_cmd_create_cq_ex_resp,
+			       drv_payload));
+	EXPECT_EQ(16 + 24, sizeof(struct vrdma_cmd_create_cq_ex_resp));
 	EXPECT_EQ(sizeof(struct ibv_resize_cq),
 		  sizeof(struct vrdma_cmd_resize_cq));
 	EXPECT_EQ(8, offsetof(struct vrdma_cmd_resize_cq_resp, drv_payload));
@@ -764,6 +770,23 @@ TEST(struct_layout)
 }
 
 /*
+ * ibv_qp_to_qp_ex() hands out a QP's ibv_qp_ex when, and only when, the
+ * provider set VERBS_QP_EX in verbs_qp.comp_mask.
+ */
+TEST(verbs_qp_ex)
+{
+	struct verbs_qp vqp;
+
+	memset(&vqp, 0, sizeof(vqp));
+	EXPECT_EQ(NULL, ibv_qp_to_qp_ex(&vqp.qp));
+	vqp.comp_mask = VERBS_QP_XRCD;
+	EXPECT_EQ(NULL, ibv_qp_to_qp_ex(&vqp.qp));
+	vqp.comp_mask = VERBS_QP_EX;
+	EXPECT_EQ(&vqp.qp_ex, ibv_qp_to_qp_ex(&vqp.qp));
+	EXPECT_EQ((void *)&vqp, (void *)&vqp.qp_ex.qp_base);
+}
+
+/*
  * Every private function the header declares is exported by libibverbs
  * under IBVERBS_PRIVATE_34, and is what this program was linked to.
  */
@@ -773,7 +796,7 @@ TEST(struct_layout)
 	X(ibv_cmd_get_context) X(ibv_cmd_query_device_any)		\
 	X(ibv_cmd_query_port) X(ibv_cmd_alloc_pd) X(ibv_cmd_dealloc_pd)	\
 	X(ibv_cmd_reg_mr) X(ibv_cmd_rereg_mr) X(ibv_cmd_dereg_mr)	\
-	X(ibv_cmd_create_cq)						\
+	X(ibv_cmd_create_cq) X(ibv_cmd_create_cq_ex)			\
 	X(ibv_cmd_req_notify_cq) X(ibv_cmd_resize_cq)			\
 	X(ibv_cmd_destroy_cq) X(ibv_cmd_create_srq)			\
 	X(ibv_cmd_modify_srq) X(ibv_cmd_query_srq)			\

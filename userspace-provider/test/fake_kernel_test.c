@@ -80,8 +80,11 @@ struct kqp {
 	int state;
 };
 
-#define MAX_RINGS 64
+#define MAX_RINGS 128
 #define MAX_OBJS 16
+/* the last WQEs executed, as the ring held them */
+#define WQE_LOG 16
+#define WQE_LOG_SIZE 256
 
 static struct {
 	struct kring rings[MAX_RINGS];
@@ -91,6 +94,8 @@ static struct {
 
 	/* knobs */
 	bool bad_sq_caps;	/* grant more SGEs than the SQ stride holds */
+	uint8_t atomic_cap;	/* what QUERY_DEVICE reports */
+	uint64_t device_cap_flags;
 
 	/* what the provider did */
 	int ioctls, doorbells, rq_doorbells, unknown, uhw_short, overflow;
@@ -99,6 +104,9 @@ static struct {
 	uint32_t last_post_send_len;
 	struct ib_uverbs_post_send last_post_send;
 	uint8_t last_wqe[VRDMA_SEND_WQE_HDR_SIZE];
+	uint8_t wqe_log[WQE_LOG][WQE_LOG_SIZE];
+	int executed;		/* WQEs executed so far */
+	int query_devices;
 } k;
 
 static uint32_t pow2_at_least(uint32_t x)
@@ -287,6 +295,7 @@ static void kexecute(struct kqp *qp, const struct vrdma_send_wqe *wqe)
 	int i;
 
 	memcpy(k.last_wqe, wqe, sizeof(k.last_wqe));
+	memcpy(k.wqe_log[k.executed++ % WQE_LOG], wqe, WQE_LOG_SIZE);
 	switch (wqe->opcode) {
 	case IB_UVERBS_WR_SEND:
 	case IB_UVERBS_WR_SEND_WITH_IMM:
@@ -470,6 +479,9 @@ static int kcreate_cq(struct ib_uverbs_ioctl_hdr *hdr)
 		;
 	if (h == MAX_OBJS || !cqe || cqe > 4096)
 		return EINVAL;
+	/* as vrdma: no timestamps, no IGNORE_OVERRUN */
+	if (kattr_u64(hdr, UVERBS_ATTR_CREATE_CQ_FLAGS))
+		return EOPNOTSUPP;
 	cq = &k.cqs[h];
 	*cq = (struct kcq){ .live = true };
 	cq->ring = kring_alloc(pow2_at_least(cqe + 1), sizeof(struct vrdma_cqe),
@@ -620,6 +632,20 @@ static int kinvoke_write(struct ib_uverbs_ioctl_hdr *hdr)
 		if (inlen < sizeof(*req) || outlen < sizeof(resp) ||
 		    req->pd_handle != 3)
 			return EINVAL;
+		memcpy(out, &resp, sizeof(resp));
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_QUERY_DEVICE: {
+		struct ib_uverbs_query_device_resp resp = {
+			.max_qp_wr = 4096,
+			.max_sge = 32,
+			.device_cap_flags = k.device_cap_flags,
+			.atomic_cap = k.atomic_cap,
+		};
+
+		k.query_devices++;
+		if (outlen < sizeof(resp))
+			return ENOSPC;
 		memcpy(out, &resp, sizeof(resp));
 		return 0;
 	}
@@ -1498,29 +1524,210 @@ static void test_srq_unsupported(void)
 	CHECK_EQ(0, k.unknown);
 }
 
+/* ---- the extended CQ and QP -------------------------------------------- */
+
+static struct ibv_cq_ex *xcq;	/* both CQs of the extended QPs */
+static struct ibv_qp *xqp;	/* an extended RC QP with every op, looped */
+static struct ibv_qp_ex *qpx;
+
+#define RC_WR_OPS							\
+	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |		\
+	 IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |	\
+	 IBV_QP_EX_WITH_RDMA_READ)
+#define ATOMIC_WR_OPS							\
+	(IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |				\
+	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+/* The caps of create_rc_qp: 8 x 128-byte send WQEs, 4 SGEs, 64 inline. */
+static struct ibv_qp *create_ex_qp(enum ibv_qp_type type, uint64_t ops,
+				   int sq_sig_all)
+{
+	struct ibv_qp_init_attr_ex attr = {
+		.send_cq = ibv_cq_ex_to_cq(xcq),
+		.recv_cq = ibv_cq_ex_to_cq(xcq),
+		.cap = { .max_send_wr = 5, .max_recv_wr = 5, .max_send_sge = 3,
+			 .max_recv_sge = 2, .max_inline_data = 40 },
+		.qp_type = type,
+		.sq_sig_all = sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+		.send_ops_flags = ops,
+	};
+
+	return ibv_create_qp_ex(ctx, &attr);
+}
+
+/* The kernel's view of xcq's ring. */
+static struct vrdma_ring *xcq_hdr(void)
+{
+	return kring_hdr(k.cqs[xcq->handle].ring);
+}
+
+/* The SQ ring header of a QP, as the kernel sees it. */
+static struct vrdma_ring *sq_hdr(struct ibv_qp *q)
+{
+	return kring_hdr(k.qps[q->handle].sq);
+}
+
+/*
+ * Polls xcq through start/next/end_poll and the read_* functions into
+ * struct ibv_wc; returns how many, or minus the error.
+ */
+static int poll_ex(struct ibv_wc *wc, int max)
+{
+	struct ibv_poll_cq_attr attr = {};
+	int n = 0, ret;
+
+	ret = ibv_start_poll(xcq, &attr);
+	if (ret)
+		return ret == ENOENT ? 0 : -ret;
+	do {
+		wc[n] = (struct ibv_wc){
+			.wr_id = xcq->wr_id,
+			.status = xcq->status,
+			.opcode = ibv_wc_read_opcode(xcq),
+			.vendor_err = ibv_wc_read_vendor_err(xcq),
+			.byte_len = ibv_wc_read_byte_len(xcq),
+			.imm_data = ibv_wc_read_imm_data(xcq),
+			.qp_num = ibv_wc_read_qp_num(xcq),
+			.src_qp = ibv_wc_read_src_qp(xcq),
+			.wc_flags = ibv_wc_read_wc_flags(xcq),
+			.slid = ibv_wc_read_slid(xcq),
+			.sl = ibv_wc_read_sl(xcq),
+			.dlid_path_bits = ibv_wc_read_dlid_path_bits(xcq),
+		};
+		n++;
+	} while (n < max && !(ret = ibv_next_poll(xcq)));
+	ibv_end_poll(xcq);
+	return ret && ret != ENOENT ? -ret : n;
+}
+
+static void test_create_cq_ex(void)
+{
+	static const uint64_t refused[] = {
+		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP,
+		IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK,
+		IBV_WC_EX_WITH_CVLAN,
+		IBV_WC_EX_WITH_FLOW_TAG,
+		IBV_WC_EX_WITH_TM_INFO,
+	};
+	struct ibv_cq_init_attr_ex attr = {
+		.cqe = 20,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+	};
+	struct ibv_poll_cq_attr pattr = { .comp_mask = 1 };
+	int ioctls = k.ioctls, mapped = mapped_rings();
+	unsigned int i;
+
+	/* what the CQE cannot carry is refused before the kernel is asked */
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		attr.wc_flags = IBV_WC_STANDARD_FLAGS | refused[i];
+		errno = 0;
+		CHECK(!ibv_create_cq_ex(ctx, &attr));
+		CHECK_EQ(EOPNOTSUPP, errno);
+	}
+	attr.wc_flags = IBV_WC_STANDARD_FLAGS;
+	attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+	attr.parent_domain = pd;
+	errno = 0;
+	CHECK(!ibv_create_cq_ex(ctx, &attr));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	attr.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+	attr.parent_domain = NULL;
+	attr.flags = IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN;
+	errno = 0;
+	CHECK(!ibv_create_cq_ex(ctx, &attr));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	CHECK_EQ(ioctls, k.ioctls);
+
+	/* a promise of one thread is fine */
+	attr.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+	xcq = ibv_create_cq_ex(ctx, &attr);
+	CHECK(xcq);
+	if (!xcq) {
+		printf("# ibv_create_cq_ex: %s\n", strerror(errno));
+		exit(1);
+	}
+	CHECK_EQ(31, xcq->cqe);
+	CHECK_EQ(mapped + 1, mapped_rings());
+	CHECK_EQ(0, k.uhw_short);
+
+	/* empty: ENOENT (no end_poll then), no system call */
+	ioctls = k.ioctls;
+	pattr.comp_mask = 0;
+	CHECK_EQ(ENOENT, ibv_start_poll(xcq, &pattr));
+	CHECK_EQ(ENOENT, ibv_start_poll(xcq, &pattr));
+	pattr.comp_mask = 1;
+	CHECK_EQ(EINVAL, ibv_start_poll(xcq, &pattr));
+	CHECK_EQ(ioctls, k.ioctls);
+}
+
 static void test_create_qp_ex(void)
 {
+	static const uint64_t refused[] = {
+		IBV_QP_EX_WITH_LOCAL_INV,
+		IBV_QP_EX_WITH_BIND_MW,
+		IBV_QP_EX_WITH_TSO,
+		IBV_QP_EX_WITH_ATOMIC_WRITE,
+		1ULL << 40,
+	};
 	struct ibv_qp_init_attr_ex attr = {
 		.send_cq = scq,
 		.recv_cq = rcq,
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
-		.comp_mask = IBV_QP_INIT_ATTR_PD |
-			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
 		.pd = pd,
-		.send_ops_flags = IBV_QP_EX_WITH_SEND,
 	};
-	int ioctls = k.ioctls;
+	int ioctls = k.ioctls, queries = k.query_devices;
+	unsigned int i;
 	struct ibv_qp *q;
 
-	/* no ibv_wr_* ops: refused before anything reaches the kernel */
+	/* ops the kernel cannot carry out: refused before it is asked */
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		errno = 0;
+		CHECK(!create_ex_qp(IBV_QPT_RC, IBV_QP_EX_WITH_SEND |
+					refused[i], 0));
+		CHECK_EQ(EOPNOTSUPP, errno);
+	}
 	errno = 0;
-	CHECK(!ibv_create_qp_ex(ctx, &attr));
+	CHECK(!create_ex_qp(IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, 0));
 	CHECK_EQ(EOPNOTSUPP, errno);
 	CHECK_EQ(ioctls, k.ioctls);
 
-	/* creation flags none: the same as ibv_create_qp */
+	/* atomics and SEND with invalidate: as the device says */
+	k.atomic_cap = IBV_ATOMIC_NONE;
+	k.device_cap_flags = 0;
+	errno = 0;
+	CHECK(!create_ex_qp(IBV_QPT_RC, ATOMIC_WR_OPS, 0));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	errno = 0;
+	CHECK(!create_ex_qp(IBV_QPT_RC, IBV_QP_EX_WITH_SEND_WITH_INV, 0));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	CHECK_EQ(queries + 2, k.query_devices);
+	CHECK_EQ(ioctls + 2, k.ioctls);		/* and no QP created */
+
+	k.atomic_cap = IBV_ATOMIC_HCA;
+	k.device_cap_flags = IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	xqp = create_ex_qp(IBV_QPT_RC, RC_WR_OPS | ATOMIC_WR_OPS |
+				   IBV_QP_EX_WITH_SEND_WITH_INV, 0);
+	CHECK(xqp);
+	if (!xqp) {
+		printf("# ibv_create_qp_ex: %s\n", strerror(errno));
+		exit(1);
+	}
+	qpx = ibv_qp_to_qp_ex(xqp);
+	CHECK(qpx);
+	if (!qpx)
+		exit(1);
+	CHECK(qpx->wr_start && qpx->wr_complete && qpx->wr_abort &&
+	      qpx->wr_send && qpx->wr_set_sge_list &&
+	      qpx->wr_set_inline_data_list && qpx->wr_set_ud_addr);
+	CHECK_EQ(0, connect_loopback(xqp));
+
+	/* no send ops: a plain QP, with no ibv_qp_ex */
 	attr.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS;
 	attr.create_flags = 0;
 	q = ibv_create_qp_ex(ctx, &attr);
@@ -1529,7 +1736,542 @@ static void test_create_qp_ex(void)
 		return;
 	CHECK_EQ(1, attr.cap.max_send_wr);
 	CHECK_EQ(4, attr.cap.max_send_sge);	/* a 64 + 16 byte WQE -> 128 */
+	CHECK(!ibv_qp_to_qp_ex(q));
 	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
+/* Every field through the read_* functions; cons moves at end_poll only. */
+static void test_cq_ex_poll(void)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)SRC, .length = 10,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr[2] = {
+		{ .wr_id = 0x51, .next = &wr[1], .sg_list = &sge,
+		  .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM,
+		  .send_flags = IBV_SEND_SIGNALED,
+		  .imm_data = htobe32(0x1234abcd) },
+		{ .wr_id = 0x52, .sg_list = &sge, .num_sge = 1,
+		  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		  .wr.rdma = { .remote_addr = (uintptr_t)REMOTE,
+			       .rkey = mr->rkey } },
+	};
+	struct ibv_poll_cq_attr attr = {};
+	struct ibv_send_wr *bad = NULL;
+	uint32_t cons = xcq_hdr()->cons;
+	struct ibv_wc wc[4];
+	int ioctls;
+
+	memcpy(SRC, "ten bytes!", 10);
+	CHECK_EQ(0, post_recv_buf(xqp, 0x50, DST, 64));
+	/* plain post_send works on an extended QP */
+	CHECK_EQ(0, ibv_post_send(xqp, wr, &bad));
+	ioctls = k.ioctls;
+
+	CHECK_EQ(0, ibv_start_poll(xcq, &attr));
+	CHECK_EQ(0x50, xcq->wr_id);
+	CHECK_EQ(IBV_WC_SUCCESS, xcq->status);
+	CHECK_EQ(IBV_WC_RECV, ibv_wc_read_opcode(xcq));
+	CHECK_EQ(10, ibv_wc_read_byte_len(xcq));
+	CHECK_EQ(htobe32(0x1234abcd), ibv_wc_read_imm_data(xcq));
+	CHECK_EQ(IBV_WC_WITH_IMM, ibv_wc_read_wc_flags(xcq));
+	CHECK_EQ(xqp->qp_num, ibv_wc_read_qp_num(xcq));
+	CHECK_EQ(xqp->qp_num, ibv_wc_read_src_qp(xcq));
+	CHECK_EQ(0, ibv_wc_read_vendor_err(xcq));
+	CHECK_EQ(0, ibv_wc_read_slid(xcq));
+	CHECK_EQ(0, ibv_wc_read_sl(xcq));
+	CHECK_EQ(0, ibv_wc_read_dlid_path_bits(xcq));
+	CHECK(!memcmp(DST, "ten bytes!", 10));
+
+	CHECK_EQ(0, ibv_next_poll(xcq));
+	CHECK_EQ(0x51, xcq->wr_id);
+	CHECK_EQ(IBV_WC_SEND, ibv_wc_read_opcode(xcq));
+	CHECK_EQ(xqp->qp_num, ibv_wc_read_qp_num(xcq));
+	CHECK_EQ(0, ibv_next_poll(xcq));
+	CHECK_EQ(0x52, xcq->wr_id);
+	CHECK_EQ(IBV_WC_RDMA_WRITE, ibv_wc_read_opcode(xcq));
+	CHECK_EQ(10, ibv_wc_read_byte_len(xcq));
+	CHECK_EQ(ENOENT, ibv_next_poll(xcq));
+	/* nothing handed back before end_poll */
+	CHECK_EQ(cons, xcq_hdr()->cons);
+	ibv_end_poll(xcq);
+	CHECK_EQ(cons + 3, xcq_hdr()->cons);
+	CHECK_EQ(ioctls, k.ioctls);	/* polling makes no system call */
+
+	/* stopping early hands back what was read, and no more */
+	wr[0].next = NULL;
+	wr[0].opcode = IBV_WR_RDMA_WRITE;
+	wr[0].wr.rdma = wr[1].wr.rdma;
+	CHECK_EQ(0, ibv_post_send(xqp, wr, &bad));
+	CHECK_EQ(0, ibv_post_send(xqp, wr, &bad));
+	CHECK_EQ(1, poll_ex(wc, 1));
+	CHECK_EQ(cons + 4, xcq_hdr()->cons);
+	/* and ibv_poll_cq reads the same CQ */
+	CHECK_EQ(1, ibv_poll_cq(ibv_cq_ex_to_cq(xcq), 4, wc));
+	CHECK_EQ(0x51, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_RDMA_WRITE, wc[0].opcode);
+	CHECK_EQ(cons + 5, xcq_hdr()->cons);
+	CHECK_EQ(0, poll_ex(wc, 4));
+
+	/* a prod no kernel can have written: EIO, and the lock is free */
+	xcq_hdr()->prod = cons + 5 + 100;
+	CHECK_EQ(EIO, ibv_start_poll(xcq, &attr));
+	CHECK_EQ(EIO, ibv_start_poll(xcq, &attr));
+	CHECK_EQ(-EIO, ibv_poll_cq(ibv_cq_ex_to_cq(xcq), 4, wc));
+	xcq_hdr()->prod = k.cqs[xcq->handle].prod;
+	CHECK_EQ(0, poll_ex(wc, 4));
+}
+
+/* The WQE's bytes that mean something: header and data. */
+static size_t wqe_len(const uint8_t *w)
+{
+	const struct vrdma_send_wqe *wqe = (const void *)w;
+
+	return VRDMA_SEND_WQE_HDR_SIZE +
+	       (wqe->flags & VRDMA_SEND_INLINE ? wqe->inline_len :
+						 wqe->num_sge * 16u);
+}
+
+/* The WQE executed @back WQEs before the last. */
+static const uint8_t *executed(int back)
+{
+	return k.wqe_log[(k.executed - 1 - back) % WQE_LOG];
+}
+
+/* What an application does to post @wr through the ibv_wr_* API. */
+static void wr_api_build(struct ibv_qp_ex *x, const struct ibv_send_wr *wr)
+{
+	struct ibv_data_buf buf[8];
+	int i;
+
+	x->wr_id = wr->wr_id;
+	x->wr_flags = wr->send_flags;
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+		ibv_wr_send(x);
+		break;
+	case IBV_WR_SEND_WITH_IMM:
+		ibv_wr_send_imm(x, wr->imm_data);
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		ibv_wr_send_inv(x, wr->invalidate_rkey);
+		break;
+	case IBV_WR_RDMA_WRITE:
+		ibv_wr_rdma_write(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		ibv_wr_rdma_write_imm(x, wr->wr.rdma.rkey,
+				      wr->wr.rdma.remote_addr, wr->imm_data);
+		break;
+	case IBV_WR_RDMA_READ:
+		ibv_wr_rdma_read(x, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr);
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		ibv_wr_atomic_cmp_swp(x, wr->wr.atomic.rkey,
+				      wr->wr.atomic.remote_addr,
+				      wr->wr.atomic.compare_add,
+				      wr->wr.atomic.swap);
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		ibv_wr_atomic_fetch_add(x, wr->wr.atomic.rkey,
+					wr->wr.atomic.remote_addr,
+					wr->wr.atomic.compare_add);
+		break;
+	default:
+		break;
+	}
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		for (i = 0; i < wr->num_sge; i++) {
+			buf[i].addr = (void *)(uintptr_t)wr->sg_list[i].addr;
+			buf[i].length = wr->sg_list[i].length;
+		}
+		if (wr->num_sge == 1)
+			ibv_wr_set_inline_data(x, buf[0].addr, buf[0].length);
+		else
+			ibv_wr_set_inline_data_list(x, wr->num_sge, buf);
+	} else if (wr->num_sge == 1) {
+		ibv_wr_set_sge(x, wr->sg_list[0].lkey, wr->sg_list[0].addr,
+			       wr->sg_list[0].length);
+	} else if (wr->num_sge) {
+		ibv_wr_set_sge_list(x, wr->num_sge, wr->sg_list);
+	}
+}
+
+/* post_send and the ibv_wr_* API write the same bytes for every op. */
+static void test_wr_layout(void)
+{
+	static uint8_t inl[64];
+	struct ibv_sge sg[4] = {
+		{ .addr = (uintptr_t)SRC, .length = 7, .lkey = mr->lkey },
+		{ .addr = (uintptr_t)SRC + 100, .length = 0,
+		  .lkey = mr->lkey },
+		{ .addr = (uintptr_t)SRC + 200, .length = 9,
+		  .lkey = mr->lkey },
+		{ .addr = (uintptr_t)SRC + 300, .length = 1,
+		  .lkey = mr->lkey },
+	};
+	struct ibv_sge inl_sg[2] = {
+		{ .addr = (uintptr_t)inl, .length = 40 },
+		{ .addr = (uintptr_t)inl + 40, .length = 24 },
+	};
+	struct ibv_sge res = { .addr = (uintptr_t)DST + 512, .length = 8,
+			       .lkey = mr->lkey };
+	const uint64_t raddr = (uintptr_t)REMOTE, aaddr = raddr + 256;
+	const struct ibv_send_wr cases[] = {
+		{ .wr_id = 0x61, .sg_list = sg, .num_sge = 3,
+		  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+		{ .wr_id = 0x62, .sg_list = sg, .num_sge = 4,
+		  .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htobe32(7),
+		  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
+				IBV_SEND_INLINE },
+		{ .wr_id = 0x63, .opcode = IBV_WR_SEND,
+		  .send_flags = IBV_SEND_SIGNALED },
+		{ .wr_id = 0x64, .sg_list = sg, .num_sge = 4,
+		  .opcode = IBV_WR_RDMA_WRITE,
+		  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE,
+		  .wr.rdma = { .remote_addr = raddr, .rkey = mr->rkey } },
+		{ .wr_id = 0x65, .sg_list = inl_sg, .num_sge = 2,
+		  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		  .imm_data = htobe32(0xdeadbeef),
+		  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+		  .wr.rdma = { .remote_addr = raddr + 64, .rkey = mr->rkey } },
+		{ .wr_id = 0x66, .sg_list = sg + 2, .num_sge = 1,
+		  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+		  .wr.rdma = { .remote_addr = raddr, .rkey = mr->rkey } },
+		{ .wr_id = 0x67, .sg_list = &res, .num_sge = 1,
+		  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		  .send_flags = IBV_SEND_SIGNALED,
+		  .wr.atomic = { .remote_addr = aaddr, .compare_add = 3,
+				 .rkey = mr->rkey } },
+		{ .wr_id = 0x68, .sg_list = &res, .num_sge = 1,
+		  .opcode = IBV_WR_ATOMIC_CMP_AND_SWP,
+		  .send_flags = IBV_SEND_SIGNALED,
+		  .wr.atomic = { .remote_addr = aaddr, .compare_add = 106,
+				 .swap = 0x1122334455667788ULL,
+				 .rkey = mr->rkey } },
+		{ .wr_id = 0x69, .sg_list = sg, .num_sge = 1,
+		  .opcode = IBV_WR_SEND_WITH_INV, .invalidate_rkey = 0xabcd,
+		  .send_flags = IBV_SEND_SIGNALED },
+	};
+	struct ibv_send_wr wr, *bad = NULL;
+	uint8_t a[WQE_LOG_SIZE];
+	struct ibv_wc wc[4];
+	unsigned int i;
+	int n, ioctls;
+	bool recv;
+	size_t len;
+
+	for (i = 0; i < sizeof(inl); i++)
+		inl[i] = i ^ 0x3c;
+	*(uint64_t *)(void *)(REMOTE + 256) = 100;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		wr = cases[i];
+		recv = wr.opcode == IBV_WR_SEND ||
+		       wr.opcode == IBV_WR_SEND_WITH_IMM ||
+		       wr.opcode == IBV_WR_SEND_WITH_INV ||
+		       wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+		if (recv)
+			CHECK_EQ(0, post_recv_buf(xqp, 0x70, DST, 64));
+		CHECK_EQ(0, ibv_post_send(xqp, &wr, &bad));
+		memcpy(a, executed(0), sizeof(a));
+
+		if (recv)
+			CHECK_EQ(0, post_recv_buf(xqp, 0x70, DST, 64));
+		ioctls = k.ioctls;
+		ibv_wr_start(qpx);
+		wr_api_build(qpx, &wr);
+		CHECK_EQ(0, ibv_wr_complete(qpx));
+		CHECK_EQ(ioctls + 1, k.ioctls);
+
+		len = wqe_len(a);
+		CHECK_EQ(len, wqe_len(executed(0)));
+		if (memcmp(a, executed(0), len)) {
+			printf("# case %u (wr_id %#llx): the WQEs differ\n", i,
+			       (unsigned long long)wr.wr_id);
+			CHECK(0);
+		}
+		CHECK_EQ(wr.wr_id, ((struct vrdma_send_wqe *)a)->wr_id);
+
+		/* both ran, and succeeded */
+		n = poll_ex(wc, 4);
+		CHECK_EQ(recv ? 4 : 2, n);
+		while (n-- > 0) {
+			CHECK_EQ(IBV_WC_SUCCESS, wc[n].status);
+			if (wc[n].wc_flags & IBV_WC_WITH_INV)
+				CHECK_EQ(0xabcd, wc[n].invalidated_rkey);
+		}
+	}
+	/* the atomics did what they said, twice each */
+	CHECK_EQ(0x1122334455667788ULL, *(uint64_t *)(void *)(REMOTE + 256));
+	/* inline data needs no registered memory */
+	CHECK(!memcmp(REMOTE + 64, inl, 64));
+}
+
+/* One batch: one release of prod and one doorbell, at wr_complete. */
+static void test_wr_batch(void)
+{
+	struct vrdma_qp *vqp = vrdma_container_of(xqp, struct vrdma_qp,
+						  vqp.qp);
+	static const char msg[] = "inline!";
+	uint32_t prod = sq_hdr(xqp)->prod;
+	int ioctls = k.ioctls, doorbells = k.doorbells, done = k.executed;
+	struct ibv_wc wc[4];
+	int i;
+
+	memcpy(SRC, "batch of three", 14);
+	memset(REMOTE, 0, 64);
+	memset(DST, 0, 64);
+	ibv_wr_start(qpx);
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	qpx->wr_id = 0x81;
+	ibv_wr_rdma_write(qpx, mr->rkey, (uintptr_t)REMOTE);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)SRC, 14);
+	qpx->wr_id = 0x82;
+	ibv_wr_rdma_write(qpx, mr->rkey, (uintptr_t)REMOTE + 32);
+	ibv_wr_set_inline_data(qpx, (void *)msg, sizeof(msg));
+	qpx->wr_id = 0x83;
+	ibv_wr_rdma_read(qpx, mr->rkey, (uintptr_t)REMOTE);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)DST, 14);
+	/* built, not published */
+	CHECK_EQ(prod, sq_hdr(xqp)->prod);
+	CHECK_EQ(prod + 3, vqp->sq.ring.head);
+	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(0, ibv_wr_complete(qpx));
+	CHECK_EQ(prod + 3, sq_hdr(xqp)->prod);
+	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(doorbells + 1, k.doorbells);
+	CHECK_EQ(done + 3, k.executed);
+
+	CHECK_EQ(3, poll_ex(wc, 4));
+	for (i = 0; i < 3; i++) {
+		CHECK_EQ(0x81 + i, wc[i].wr_id);
+		CHECK_EQ(IBV_WC_SUCCESS, wc[i].status);
+	}
+	CHECK_EQ(IBV_WC_RDMA_READ, wc[2].opcode);
+	CHECK(!memcmp(REMOTE, "batch of three", 14));
+	CHECK(!memcmp(REMOTE + 32, msg, sizeof(msg)));
+	CHECK(!memcmp(DST, "batch of three", 14));
+
+	/* an empty batch posts nothing and makes no system call */
+	ibv_wr_start(qpx);
+	CHECK_EQ(0, ibv_wr_complete(qpx));
+	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(prod + 3, sq_hdr(xqp)->prod);
+}
+
+/* wr_abort discards the batch; the next one takes the same slots. */
+static void test_wr_abort(void)
+{
+	struct vrdma_qp *vqp = vrdma_container_of(xqp, struct vrdma_qp,
+						  vqp.qp);
+	uint32_t prod = sq_hdr(xqp)->prod;
+	int ioctls = k.ioctls, done = k.executed;
+	struct vrdma_send_wqe *slot;
+	struct ibv_wc wc[4];
+
+	ibv_wr_start(qpx);
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	qpx->wr_id = 0xdead1;
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)SRC, 4);
+	qpx->wr_id = 0xdead2;
+	ibv_wr_send(qpx);
+	ibv_wr_abort(qpx);
+	CHECK_EQ(prod, sq_hdr(xqp)->prod);
+	CHECK_EQ(prod, vqp->sq.ring.head);
+	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(0, poll_ex(wc, 4));
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 0x600d;
+	ibv_wr_rdma_write(qpx, mr->rkey, (uintptr_t)REMOTE);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)SRC, 4);
+	CHECK_EQ(0, ibv_wr_complete(qpx));
+	CHECK_EQ(prod + 1, sq_hdr(xqp)->prod);
+	CHECK_EQ(done + 1, k.executed);
+	slot = kring_entry(k.qps[xqp->handle].sq, prod);
+	CHECK_EQ(0x600d, slot->wr_id);
+	CHECK_EQ(1, poll_ex(wc, 4));
+	CHECK_EQ(0x600d, wc[0].wr_id);
+}
+
+/* A batch longer than the SQ: ENOMEM at wr_complete, nothing posted. */
+static void test_wr_full(void)
+{
+	uint32_t prod = sq_hdr(xqp)->prod;
+	int ioctls = k.ioctls, i;
+	struct ibv_wc wc[16];
+
+	ibv_wr_start(qpx);
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	for (i = 0; i < 9; i++) {
+		qpx->wr_id = 0x900 + i;
+		ibv_wr_rdma_write(qpx, mr->rkey, (uintptr_t)REMOTE);
+		ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)SRC, 8);
+	}
+	CHECK_EQ(ENOMEM, ibv_wr_complete(qpx));
+	CHECK_EQ(prod, sq_hdr(xqp)->prod);
+	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(0, poll_ex(wc, 16));
+
+	/* exactly full is fine */
+	ibv_wr_start(qpx);
+	for (i = 0; i < 8; i++) {
+		qpx->wr_id = 0x910 + i;
+		ibv_wr_rdma_write(qpx, mr->rkey, (uintptr_t)REMOTE);
+		ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)SRC, 8);
+	}
+	CHECK_EQ(0, ibv_wr_complete(qpx));
+	CHECK_EQ(prod + 8, sq_hdr(xqp)->prod);
+	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(8, poll_ex(wc, 16));
+	for (i = 0; i < 8; i++)
+		CHECK_EQ(0x910 + i, wc[i].wr_id);
+}
+
+/*
+ * A bad request fails the whole batch at wr_complete, with the first
+ * error; nothing is published, no system call is made.
+ */
+static void test_wr_errors(void)
+{
+	struct ibv_sge sg[5] = {};
+	struct ibv_data_buf big[2] = {
+		{ .addr = SRC, .length = 60 },
+		{ .addr = SRC, .length = 5 },
+	};
+	uint32_t prod = sq_hdr(xqp)->prod;
+	int ioctls = k.ioctls;
+	struct ibv_qp_ex *x2;
+	struct ibv_wc wc[4];
+	struct ibv_qp *q2;
+
+	/* a setter before any builder */
+	ibv_wr_start(qpx);
+	ibv_wr_set_sge(qpx, mr->lkey, (uintptr_t)SRC, 8);
+	ibv_wr_send(qpx);
+	CHECK_EQ(EINVAL, ibv_wr_complete(qpx));
+
+	/* a good WQE, then more SGEs than max_send_sge: neither posted */
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge_list(qpx, 5, sg);
+	CHECK_EQ(EINVAL, ibv_wr_complete(qpx));
+
+	/* inline: one byte beyond max_inline_data, or on a READ */
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data_list(qpx, 2, big);
+	CHECK_EQ(EINVAL, ibv_wr_complete(qpx));
+	ibv_wr_start(qpx);
+	ibv_wr_rdma_read(qpx, mr->rkey, (uintptr_t)REMOTE);
+	ibv_wr_set_inline_data(qpx, SRC, 8);
+	CHECK_EQ(EINVAL, ibv_wr_complete(qpx));
+
+	/* a UD address on an RC QP */
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_ud_addr(qpx, NULL, 1, 2);
+	CHECK_EQ(EINVAL, ibv_wr_complete(qpx));
+
+	/* ops create_qp_ex refuses: the first error is the one reported */
+	ibv_wr_start(qpx);
+	ibv_wr_local_inv(qpx, 1);
+	ibv_wr_send(qpx);
+	ibv_wr_set_sge_list(qpx, 5, sg);
+	CHECK_EQ(EOPNOTSUPP, ibv_wr_complete(qpx));
+	ibv_wr_start(qpx);
+	ibv_wr_set_sge_list(qpx, 5, sg);
+	ibv_wr_local_inv(qpx, 1);
+	CHECK_EQ(EINVAL, ibv_wr_complete(qpx));
+
+	CHECK_EQ(prod, sq_hdr(xqp)->prod);
+	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(0, poll_ex(wc, 4));
+
+	/* a QP created for SENDs only, signaling all */
+	q2 = create_ex_qp(IBV_QPT_RC, IBV_QP_EX_WITH_SEND, 1);
+	x2 = q2 ? ibv_qp_to_qp_ex(q2) : NULL;
+	CHECK(x2);
+	if (!x2)
+		return;
+	/* not before RTS, as post_send */
+	ioctls = k.ioctls;
+	ibv_wr_start(x2);
+	ibv_wr_send(x2);
+	CHECK_EQ(EINVAL, ibv_wr_complete(x2));
+	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(0, connect_loopback(q2));
+	ioctls = k.ioctls;
+	ibv_wr_start(x2);
+	ibv_wr_rdma_write(x2, mr->rkey, (uintptr_t)REMOTE);
+	CHECK_EQ(EINVAL, ibv_wr_complete(x2));
+	CHECK_EQ(ioctls, k.ioctls);
+	/* what it was created for works, sq_sig_all included */
+	CHECK_EQ(0, post_recv_buf(q2, 0x77, DST, 64));
+	ibv_wr_start(x2);
+	x2->wr_id = 0x78;
+	x2->wr_flags = 0;
+	ibv_wr_send(x2);
+	CHECK_EQ(0, ibv_wr_complete(x2));
+	CHECK_EQ(VRDMA_SEND_SIGNALED,
+		 ((struct vrdma_send_wqe *)executed(0))->flags);
+	CHECK_EQ(2, poll_ex(wc, 4));
+	CHECK_EQ(0x77, wc[0].wr_id);
+	CHECK_EQ(0x78, wc[1].wr_id);
+	CHECK_EQ(0, ibv_destroy_qp(q2));
+}
+
+/* UD: no AH handle the kernel can use yet, and none is no request. */
+static void test_wr_ud(void)
+{
+	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct ibv_qp_ex *x;
+	struct ibv_ah *ah;
+	struct ibv_qp *q;
+	int ioctls;
+
+	q = create_ex_qp(IBV_QPT_UD, IBV_QP_EX_WITH_SEND |
+			 IBV_QP_EX_WITH_SEND_WITH_IMM, 0);
+	ah = ibv_create_ah(pd, &ah_attr);
+	x = q ? ibv_qp_to_qp_ex(q) : NULL;
+	CHECK(x && ah);
+	if (!x || !ah)
+		return;
+	CHECK_EQ(0, ibv_modify_qp(q, &(struct ibv_qp_attr){
+					.qp_state = IBV_QPS_INIT,
+					.port_num = 1,
+					.qkey = 0x11111111,
+				  }, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				  IBV_QP_PORT | IBV_QP_QKEY));
+	CHECK_EQ(0, ibv_modify_qp(q, &(struct ibv_qp_attr){
+					.qp_state = IBV_QPS_RTR,
+				  }, IBV_QP_STATE));
+	CHECK_EQ(0, ibv_modify_qp(q, &(struct ibv_qp_attr){
+					.qp_state = IBV_QPS_RTS,
+				  }, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	ioctls = k.ioctls;
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_ud_addr(x, ah, 0xabcdef, 0x11111111);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)SRC, 4);
+	CHECK_EQ(EOPNOTSUPP, ibv_wr_complete(x));
+	ibv_wr_start(x);
+	ibv_wr_send_imm(x, 0);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)SRC, 4);
+	CHECK_EQ(EINVAL, ibv_wr_complete(x));
+	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(0, ibv_destroy_ah(ah));
+	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
+static void test_destroy_ex(void)
+{
+	int mapped = mapped_rings();
+
+	CHECK_EQ(0, ibv_destroy_qp(xqp));
+	CHECK_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(xcq)));
+	CHECK_EQ(mapped - 3, mapped_rings());
 }
 
 static void test_bad_caps(void)
@@ -1640,8 +2382,25 @@ static const struct tap_test tests[] = {
 	  test_resize_cq },
 	{ "create_srq passes the kernel's EOPNOTSUPP on",
 	  test_srq_unsupported },
-	{ "create_qp_ex: refuses send ops, takes plain ones",
+	{ "create_cq_ex: refuses what a CQE cannot carry; empty is ENOENT",
+	  test_create_cq_ex },
+	{ "create_qp_ex: send ops as the kernel and device can do them",
 	  test_create_qp_ex },
+	{ "start/next/end_poll: every field, cons released at end_poll",
+	  test_cq_ex_poll },
+	{ "ibv_wr_*: the same WQE bytes as post_send, for every op",
+	  test_wr_layout },
+	{ "ibv_wr_*: a batch is published and rung in once",
+	  test_wr_batch },
+	{ "ibv_wr_abort: nothing published, the slots reused",
+	  test_wr_abort },
+	{ "ibv_wr_*: a batch beyond the SQ is ENOMEM, nothing posted",
+	  test_wr_full },
+	{ "ibv_wr_*: bad requests fail the whole batch, no system call",
+	  test_wr_errors },
+	{ "ibv_wr_*: UD address is EOPNOTSUPP, its absence EINVAL",
+	  test_wr_ud },
+	{ "destroy the extended QP and CQ", test_destroy_ex },
 	{ "granted caps the ring cannot hold: EPROTO, QP destroyed",
 	  test_bad_caps },
 	{ "UD: create_ah, the AH handle in the WQE", test_ud },

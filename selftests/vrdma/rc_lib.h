@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers of rc_test.c: RC QP pairs connected through RoCEv2 GIDs, buffers
- * with registered MRs, data patterns, completion polling with timeouts and
- * one generic "transfer and check every byte and every CQE field" step.
+ * Helpers of rc_test.c and ex_test.c: RC QP pairs connected through RoCEv2
+ * GIDs, buffers with registered MRs, data patterns, completion polling with
+ * timeouts and one generic "transfer and check every byte and every CQE
+ * field" step.
+ *
+ * With rc_cfg.ex (ex_test.c) the same helpers use the extended verbs: CQs
+ * from ibv_create_cq_ex() polled with ibv_start_poll() and the read_*
+ * functions, QPs from ibv_create_qp_ex() posted to with the ibv_wr_* API.
  *
  * Every helper that checks something takes the harness' _metadata, so that
  * EXPECT_*() / ASSERT_*() work inside it and report the helper's line; an
@@ -43,6 +48,7 @@ struct rc_config {
 	char name[2][32];	/* the two RDMA devices */
 	int gid_idx[2];		/* their IPv4 RoCE v2 GID index */
 	int slow;		/* VRDMA_TEST_SLOW: scales waits (debug kernel) */
+	int ex;			/* the extended verbs (see above) */
 };
 extern struct rc_config rc_cfg;
 
@@ -149,6 +155,7 @@ struct rc_qp {
 	struct ibv_cq *scq, *rcq;
 	struct ibv_comp_channel *ch;
 	struct ibv_qp *qp;
+	struct ibv_qp_ex *qpx;		/* with rc_cfg.ex */
 	struct ibv_qp_cap cap;		/* what create_qp granted */
 	uint32_t sq_psn;		/* initial PSNs */
 	uint32_t rq_psn;
@@ -178,11 +185,36 @@ static inline void rc_opts_default(struct rc_opts *o, const struct rc_dev *d)
 		o->access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 }
 
+/* The ibv_wr_* builders an RC QP gets with rc_cfg.ex. */
+#define RC_WR_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
+		   IBV_QP_EX_WITH_RDMA_WRITE | \
+		   IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+		   IBV_QP_EX_WITH_RDMA_READ)
+#define RC_WR_ATOMIC_OPS (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
+			  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+/* A CQ, extended with rc_cfg.ex; NULL with errno on failure. */
+static inline struct ibv_cq *rc_create_cq(struct rc_dev *d, int cqe,
+					  struct ibv_comp_channel *ch)
+{
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = cqe,
+		.channel = ch,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+	};
+	struct ibv_cq_ex *cq;
+
+	if (!rc_cfg.ex)
+		return ibv_create_cq(d->ctx, cqe, NULL, ch, 0);
+	cq = ibv_create_cq_ex(d->ctx, &a);
+	return cq ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+
 static inline void rc_qp_create(struct __test_metadata *_metadata,
 				struct rc_qp *q, struct rc_dev *d,
 				const struct rc_opts *o)
 {
-	struct ibv_qp_init_attr ia;
+	struct ibv_qp_init_attr_ex ia;
 
 	memset(q, 0, sizeof(*q));
 	q->dev = d;
@@ -190,10 +222,12 @@ static inline void rc_qp_create(struct __test_metadata *_metadata,
 		q->ch = ibv_create_comp_channel(d->ctx);
 		ASSERT_NE(NULL, q->ch);
 	}
-	q->scq = ibv_create_cq(d->ctx, o->send_cqe, NULL, NULL, 0);
-	ASSERT_NE(NULL, q->scq);
+	q->scq = rc_create_cq(d, o->send_cqe, NULL);
+	ASSERT_NE(NULL, q->scq) {
+		TH_LOG("create CQ: %s", strerror(errno));
+	}
 	ASSERT_LE(o->send_cqe, q->scq->cqe);
-	q->rcq = ibv_create_cq(d->ctx, o->recv_cqe, NULL, q->ch, 0);
+	q->rcq = rc_create_cq(d, o->recv_cqe, q->ch);
 	ASSERT_NE(NULL, q->rcq);
 	ASSERT_LE(o->recv_cqe, q->rcq->cqe);
 
@@ -207,9 +241,28 @@ static inline void rc_qp_create(struct __test_metadata *_metadata,
 	ia.cap.max_send_sge = o->max_send_sge;
 	ia.cap.max_recv_sge = o->max_recv_sge;
 	ia.cap.max_inline_data = o->max_inline;
-	q->qp = ibv_create_qp(d->pd, &ia);
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ia.pd = d->pd;
+	if (rc_cfg.ex) {
+		ia.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		ia.send_ops_flags = RC_WR_OPS;
+		if (d->attr.atomic_cap != IBV_ATOMIC_NONE)
+			ia.send_ops_flags |= RC_WR_ATOMIC_OPS;
+	}
+	/*
+	 * struct ibv_qp_init_attr_ex begins with struct ibv_qp_init_attr, as
+	 * libibverbs' own ibv_create_qp_ex() relies on.
+	 */
+	if (rc_cfg.ex)
+		q->qp = ibv_create_qp_ex(d->ctx, &ia);
+	else
+		q->qp = ibv_create_qp(d->pd, (struct ibv_qp_init_attr *)&ia);
 	ASSERT_NE(NULL, q->qp) {
-		TH_LOG("ibv_create_qp: %s", strerror(errno));
+		TH_LOG("create QP: %s", strerror(errno));
+	}
+	if (rc_cfg.ex) {
+		q->qpx = ibv_qp_to_qp_ex(q->qp);
+		ASSERT_NE(NULL, q->qpx);
 	}
 	/* The granted capabilities are at least what we asked for. */
 	q->cap = ia.cap;
@@ -518,11 +571,66 @@ static inline long rc_memdiff(const uint8_t *a, const uint8_t *b, size_t n)
 
 /* ---- completions ------------------------------------------------------ */
 
-/* Poll up to @n completions from @cq within @ms; returns how many came. */
+/*
+ * ibv_poll_cq() for a CQ from ibv_create_cq_ex(), through ibv_start_poll(),
+ * ibv_next_poll(), ibv_end_poll() and the read_* functions: up to @n
+ * completions into @wc; returns how many, or -1 on an error.
+ *
+ * On rxe, one completion per start_poll/end_poll: the rxe provider of
+ * rdma-core v44 breaks the CQ when end_poll follows an ENOENT from
+ * next_poll (it moves the consumer index past the producer's and unlocks
+ * twice; fixed upstream in b78b414e0 and 5e7aa4102).
+ */
+static inline int rc_poll_ex(struct ibv_cq_ex *cq, int n, struct ibv_wc *wc)
+{
+	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
+	int got = 0, ret;
+
+	if (n <= 0)
+		return 0;
+	if (rc_cfg.is_rxe && n > 1) {
+		while (got < n && (ret = rc_poll_ex(cq, 1, wc + got)) == 1)
+			got++;
+		return ret < 0 && !got ? ret : got;
+	}
+	ret = ibv_start_poll(cq, &attr);
+	if (ret)
+		return ret == ENOENT ? 0 : -1;
+	do {
+		memset(&wc[got], 0, sizeof(wc[got]));
+		wc[got].wr_id = cq->wr_id;
+		wc[got].status = cq->status;
+		wc[got].opcode = ibv_wc_read_opcode(cq);
+		wc[got].vendor_err = ibv_wc_read_vendor_err(cq);
+		wc[got].byte_len = ibv_wc_read_byte_len(cq);
+		wc[got].wc_flags = ibv_wc_read_wc_flags(cq);
+		/* imm_data is defined with IBV_WC_WITH_IMM or _INV only */
+		if (wc[got].wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV))
+			wc[got].imm_data = ibv_wc_read_imm_data(cq);
+		wc[got].qp_num = ibv_wc_read_qp_num(cq);
+		wc[got].src_qp = ibv_wc_read_src_qp(cq);
+		wc[got].slid = ibv_wc_read_slid(cq);
+		wc[got].sl = ibv_wc_read_sl(cq);
+		wc[got].dlid_path_bits = ibv_wc_read_dlid_path_bits(cq);
+		got++;
+	} while (got < n && !(ret = ibv_next_poll(cq)));
+	ibv_end_poll(cq);
+	return ret && ret != ENOENT ? -1 : got;
+}
+
+/* ibv_poll_cq(), or rc_poll_ex() on the extended CQs of rc_cfg.ex. */
+static inline int rc_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	if (rc_cfg.ex)
+		return rc_poll_ex((struct ibv_cq_ex *)cq, n, wc);
+	return ibv_poll_cq(cq, n, wc);
+}
+
 /*
  * Wait for @n completions, for at most @ms times the slow factor: a debug
  * kernel (KASAN, lockdep) under TCG is several times slower, and a deadline
- * is there to catch a lost completion, not to time the device.
+ * is there to catch a lost completion, not to time the device.  Returns
+ * how many came.
  */
 static inline int rc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
 {
@@ -530,7 +638,7 @@ static inline int rc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, int ms)
 	int got = 0, r;
 
 	while (got < n) {
-		r = ibv_poll_cq(cq, n - got, wc + got);
+		r = rc_poll_cq(cq, n - got, wc + got);
 		if (r < 0)
 			return r;
 		got += r;
@@ -687,6 +795,98 @@ static inline int rc_wait_cq_event(struct ibv_comp_channel *ch,
 
 /* ---- posting ------------------------------------------------------- */
 
+/*
+ * What an application does to post @wr (a list) through the ibv_wr_* API:
+ * one batch, the builder of each WR's opcode and the setter of its data.
+ * Returns ibv_wr_complete()'s result; the batch is all or nothing.
+ */
+static inline int rc_post_wr_api(struct ibv_qp_ex *qpx, struct ibv_send_wr *wr)
+{
+	struct ibv_data_buf buf[RC_MAX_SGE];
+	int i;
+
+	ibv_wr_start(qpx);
+	for (; wr; wr = wr->next) {
+		qpx->wr_id = wr->wr_id;
+		qpx->wr_flags = wr->send_flags;
+		switch (wr->opcode) {
+		case IBV_WR_SEND:
+			ibv_wr_send(qpx);
+			break;
+		case IBV_WR_SEND_WITH_IMM:
+			ibv_wr_send_imm(qpx, wr->imm_data);
+			break;
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(qpx, wr->wr.rdma.rkey,
+					  wr->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			ibv_wr_rdma_write_imm(qpx, wr->wr.rdma.rkey,
+					      wr->wr.rdma.remote_addr,
+					      wr->imm_data);
+			break;
+		case IBV_WR_RDMA_READ:
+			ibv_wr_rdma_read(qpx, wr->wr.rdma.rkey,
+					 wr->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+			ibv_wr_atomic_cmp_swp(qpx, wr->wr.atomic.rkey,
+					      wr->wr.atomic.remote_addr,
+					      wr->wr.atomic.compare_add,
+					      wr->wr.atomic.swap);
+			break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ibv_wr_atomic_fetch_add(qpx, wr->wr.atomic.rkey,
+						wr->wr.atomic.remote_addr,
+						wr->wr.atomic.compare_add);
+			break;
+		default:
+			ibv_wr_abort(qpx);
+			return EINVAL;
+		}
+		if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge == 1) {
+			ibv_wr_set_inline_data(qpx, (void *)(uintptr_t)
+					       wr->sg_list[0].addr,
+					       wr->sg_list[0].length);
+		} else if (wr->send_flags & IBV_SEND_INLINE) {
+			if (wr->num_sge > RC_MAX_SGE) {
+				ibv_wr_abort(qpx);
+				return EINVAL;
+			}
+			for (i = 0; i < wr->num_sge; i++) {
+				buf[i].addr = (void *)(uintptr_t)
+					      wr->sg_list[i].addr;
+				buf[i].length = wr->sg_list[i].length;
+			}
+			ibv_wr_set_inline_data_list(qpx, wr->num_sge, buf);
+		} else if (wr->num_sge == 1) {
+			ibv_wr_set_sge(qpx, wr->sg_list[0].lkey,
+				       wr->sg_list[0].addr,
+				       wr->sg_list[0].length);
+		} else {
+			ibv_wr_set_sge_list(qpx, wr->num_sge, wr->sg_list);
+		}
+	}
+	return ibv_wr_complete(qpx);
+}
+
+/*
+ * ibv_post_send(), or with rc_cfg.ex the ibv_wr_* API; there all of @wr
+ * fails together and *bad is @wr then.
+ */
+static inline int rc_post(struct rc_qp *q, struct ibv_send_wr *wr,
+			  struct ibv_send_wr **bad)
+{
+	int ret;
+
+	if (!q->qpx)
+		return ibv_post_send(q->qp, wr, bad);
+	ret = rc_post_wr_api(q->qpx, wr);
+	if (ret)
+		*bad = wr;
+	return ret;
+}
+
 static inline int rc_post_recv_sgl(struct rc_qp *q, uint64_t wr_id,
 				   struct ibv_sge *sge, int n)
 {
@@ -726,7 +926,7 @@ static inline int rc_post_send(struct rc_qp *q, uint64_t wr_id,
 
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
-	return ibv_post_send(q->qp, &wr, &bad);
+	return rc_post(q, &wr, &bad);
 }
 
 /* ---- one checked transfer ------------------------------------------ */
@@ -866,9 +1066,9 @@ static inline void rc_xfer(struct __test_metadata *_metadata,
 		wr.wr.rdma.remote_addr = (uintptr_t)(e->bb.p + x->roff);
 		wr.wr.rdma.rkey = e->bb.mr->rkey;
 	}
-	ret = ibv_post_send(qa->qp, &wr, &bad);
+	ret = rc_post(qa, &wr, &bad);
 	ASSERT_EQ(0, ret) {
-		TH_LOG("%s: ibv_post_send: %s", what, strerror(ret));
+		TH_LOG("%s: post: %s", what, strerror(ret));
 	}
 	/* Inline data was copied by the post: scribbling on it is harmless. */
 	if (inl)

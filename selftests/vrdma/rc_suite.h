@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The setup the RC tests (rc_test.c, ex_test.c) share: in the parent,
+ * before the tests fork, load the module (or rdma_rxe with
+ * VRDMA_TEST_TYPE=rxe), create a veth pair with IPv4 addresses, policy
+ * routing that makes traffic between the two local addresses really cross
+ * the veth, and an RDMA device on each end; remove it all at exit.
+ *
+ * Include it once per test program, after rc_lib.h; main() is
+ * rc_suite_main().
+ */
+#ifndef RC_SUITE_H
+#define RC_SUITE_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "ko_lib.h"
+#include "rc_lib.h"
+
+struct rc_config rc_cfg;
+
+#define NETDEV0		"rct0"
+#define NETDEV1		"rct1"
+#define IP0		"10.211.0.1"
+#define IP1		"10.211.0.2"
+
+static int rc_set_up;
+static int rc_loaded_rxe;
+
+static int rc_shf(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static int rc_shf(const char *fmt, ...)
+{
+	char cmd[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return rc_sh(cmd);
+}
+
+/*
+ * Few processes: each one costs about half a second under TCG with the root
+ * on 9p, so ip and rdma commands go in batches.
+ */
+static void suite_teardown(void)
+{
+	if (!rc_set_up)
+		return;
+	rc_shf("{ rdma -f -b - <<EOF\n"
+	       "link delete %s\n"
+	       "link delete %s\n"
+	       "EOF\n"
+	       "ip -force -batch - <<EOF\n"
+	       "link del " NETDEV0 "\n"
+	       "rule del pref 100\n"
+	       "rule del pref 101\n"
+	       "route flush table 211\n"
+	       "route flush table 212\n"
+	       "rule add pref 0 lookup local\n"
+	       "rule del pref 1000 lookup local\n"
+	       "EOF\n"
+	       "} >/dev/null 2>&1", rc_cfg.name[0], rc_cfg.name[1]);
+	if (rc_loaded_rxe)
+		rc_sh("rmmod rdma_rxe 2>/dev/null");
+	rc_set_up = 0;
+}
+
+static int rc_write(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fputs(val, f) < 0;
+	return fclose(f) || ret ? -1 : 0;
+}
+
+/* The index of @dev's RoCE v2 GID with an IPv4 address, or -1. */
+static int rc_find_gid(const char *dev)
+{
+	char path[256], gid[64], type[32];
+	int i, found = -1;
+	FILE *f;
+
+	for (i = 0; i < 4096 && found < 0; i++) {
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
+		f = fopen(path, "r");
+		if (!f)
+			break;
+		if (!fgets(gid, sizeof(gid), f))
+			gid[0] = 0;
+		fclose(f);
+		if (strncmp(gid, "0000:0000:0000:0000:0000:ffff:", 30))
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
+			 dev, i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(type, sizeof(type), f) &&
+		    !strncmp(type, "RoCE v2", 7))
+			found = i;
+		fclose(f);
+	}
+	return found;
+}
+
+static void rc_bail(const char *msg)
+{
+	suite_teardown();
+	printf("TAP version 13\n1..0 # SKIP %s\n", msg);
+	exit(KSFT_SKIP);
+}
+
+static void rc_fail(const char *msg)
+{
+	suite_teardown();
+	printf("TAP version 13\nBail out! %s\n", msg);
+	exit(KSFT_FAIL);
+}
+
+static void suite_setup(void)
+{
+	const char *type = getenv("VRDMA_TEST_TYPE");
+	const char *prefix, *why, *slow = getenv("VRDMA_TEST_SLOW");
+	double deadline;
+
+	if (!type || !*type)
+		type = "vrdma";
+	rc_cfg.type = type;
+	rc_cfg.is_rxe = !strcmp(type, "rxe");
+	rc_cfg.slow = slow ? atoi(slow) : 1;
+	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
+		rc_bail("VRDMA_TEST_SLOW must be 1..64");
+	if (getuid() != 0)
+		rc_bail("must run as root (in the VM)");
+
+	if (rc_cfg.is_rxe) {
+		prefix = "rxerc";
+		if (vrdma_ko_loaded("vrdma") && rc_sh("rmmod vrdma") != 0)
+			rc_fail("vrdma is loaded and cannot be unloaded");
+		if (!vrdma_ko_loaded("rdma_rxe")) {
+			if (rc_sh("modprobe rdma_rxe") != 0)
+				rc_bail("rdma_rxe is not available");
+			rc_loaded_rxe = 1;
+		}
+	} else if (!strcmp(type, "vrdma")) {
+		prefix = "vrdmarc";
+		/* rxe and vrdma both bind UDP port 4791. */
+		if (vrdma_ko_loaded("rdma_rxe") && rc_sh("rmmod rdma_rxe") != 0)
+			rc_fail("rdma_rxe is loaded and cannot be unloaded");
+		if (vrdma_ko_load(&why))
+			rc_fail(why);
+	} else {
+		rc_bail("VRDMA_TEST_TYPE must be vrdma or rxe");
+	}
+	snprintf(rc_cfg.name[0], sizeof(rc_cfg.name[0]), "%s0", prefix);
+	snprintf(rc_cfg.name[1], sizeof(rc_cfg.name[1]), "%s1", prefix);
+
+	/* Leftovers of an earlier run. */
+	rc_set_up = 1;
+	suite_teardown();
+	rc_set_up = 1;
+
+	/*
+	 * Both addresses are local, so by default the kernel would route
+	 * between them through lo. Rules for locally generated packets
+	 * (iif lo) between exactly these two addresses, looked up before the
+	 * local table, send them out of the veth instead; accept_local lets
+	 * the other end take a packet from a local source address.
+	 */
+	if (rc_sh("ip -batch - <<EOF\n"
+		  "link add " NETDEV0 " type veth peer name " NETDEV1 "\n"
+		  "addr add " IP0 "/24 dev " NETDEV0 "\n"
+		  "addr add " IP1 "/24 dev " NETDEV1 "\n"
+		  "link set " NETDEV0 " up\n"
+		  "link set " NETDEV1 " up\n"
+		  "EOF"))
+		rc_fail("veth setup failed");
+	if (rc_write("/proc/sys/net/ipv4/conf/" NETDEV0 "/accept_local", "1") ||
+	    rc_write("/proc/sys/net/ipv4/conf/" NETDEV1 "/accept_local", "1") ||
+	    rc_write("/proc/sys/net/ipv4/conf/" NETDEV0 "/rp_filter", "0") ||
+	    rc_write("/proc/sys/net/ipv4/conf/" NETDEV1 "/rp_filter", "0"))
+		rc_fail("sysctl accept_local/rp_filter failed");
+	if (rc_sh("ip -batch - <<EOF\n"
+		  "route add " IP1 " dev " NETDEV0 " src " IP0 " table 211\n"
+		  "route add " IP0 " dev " NETDEV1 " src " IP1 " table 212\n"
+		  "rule add pref 100 iif lo from " IP0 " to " IP1 " lookup 211\n"
+		  "rule add pref 101 iif lo from " IP1 " to " IP0 " lookup 212\n"
+		  "rule add pref 1000 lookup local\n"
+		  "rule del pref 0 lookup local\n"
+		  "EOF"))
+		rc_fail("policy routing setup failed");
+	if (rc_shf("rdma -b - <<EOF\n"
+		   "link add %s type %s netdev " NETDEV0 "\n"
+		   "link add %s type %s netdev " NETDEV1 "\n"
+		   "EOF", rc_cfg.name[0], type, rc_cfg.name[1], type))
+		rc_fail("rdma link add failed");
+
+	deadline = rc_now_ms() + RC_TIMEOUT_MS;
+	for (;;) {
+		rc_cfg.gid_idx[0] = rc_find_gid(rc_cfg.name[0]);
+		rc_cfg.gid_idx[1] = rc_find_gid(rc_cfg.name[1]);
+		if (rc_cfg.gid_idx[0] >= 0 && rc_cfg.gid_idx[1] >= 0)
+			break;
+		if (rc_now_ms() > deadline)
+			rc_fail("no IPv4 RoCE v2 GID appeared");
+		usleep(100 * 1000);
+	}
+	printf("# %s: %s (" NETDEV0 ", " IP0 ", GID %d) and %s (" NETDEV1
+	       ", " IP1 ", GID %d)\n", type, rc_cfg.name[0],
+	       rc_cfg.gid_idx[0], rc_cfg.name[1], rc_cfg.gid_idx[1]);
+	fflush(stdout);
+}
+
+static void __attribute__((constructor)) __constructor_order_last(void)
+{
+	if (!__constructor_order)
+		__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD;
+}
+
+static inline int rc_suite_main(int argc, char **argv)
+{
+	struct ibv_device **list;
+
+	suite_setup();
+	atexit(suite_teardown);
+	/*
+	 * Load the providers once here rather than in every test child (slow
+	 * under TCG). No device is opened before the tests fork.
+	 */
+	list = ibv_get_device_list(NULL);
+	if (list)
+		ibv_free_device_list(list);
+	return test_harness_run(argc, argv);
+}
+
+#endif /* RC_SUITE_H */

@@ -8,6 +8,7 @@
 #   make uninstall       the reverse
 #   make lint            checkpatch --strict and sparse (make C=1)
 #   make check           install deps, build, lint, every selftest in the VM
+#   make check-long      install deps, build, the long tests (two VMs: rxe interop)
 #   make check-debug     the same on the debug kernel (scripts/build-debug-kernel)
 #   make demo            a vrdma device in the VM, shown with the standard tools
 
@@ -23,7 +24,7 @@ PROVIDER := userspace-provider
 SELFTESTS := selftests/vrdma
 
 .PHONY: all modules provider selftests install uninstall lint check \
-	check-debug demo clean
+	check-long check-debug demo clean
 
 all: modules provider
 
@@ -53,6 +54,9 @@ lint:
 
 check:
 	scripts/check
+
+check-long:
+	scripts/check --long
 
 check-debug:
 	scripts/check --debug-kernel

@@ -24,8 +24,11 @@ responder's last ACK or read response PSN covers the last request PSN.
 Output is TAP, with the packets counted per opcode and sender; the exit
 status is 0 only if every check passed.  --name ADDR=NAME labels senders
 in the counts, --dump prints one line per packet (for debugging).
+Without files it tests itself: the packets captured from rdma_rxe that
+icrc_kat.py embeds must pass, and broken copies of them must not.
 
     roce_pcap.py [--name 10.0.0.1=vrdma ...] [--dump] a.pcap...
+    roce_pcap.py                 # self-test
 """
 
 import argparse
@@ -36,7 +39,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from icrc_kat import Tap, icrc, ip_datagram  # noqa: E402
+from icrc_kat import VECTORS, Tap, icrc, ip_datagram, with_icrc  # noqa: E402
 
 ROCE_PORT = 4791
 
@@ -272,12 +275,13 @@ def is_roce(dgram):
             struct.unpack_from(">H", dgram, ip_len + 2)[0] == ROCE_PORT)
 
 
-def answered(pkts, out):
-    """Per RC connection, is the last request PSN covered by a response?
+def connections(pkts):
+    """The RC connections: (requests, responses) per request flow.
 
     A request flow (A -> B, dest QP b) is paired with the response flow
-    (B -> A) whose time span overlaps it most: the QP numbers of the
-    requester do not appear in its requests.
+    (B -> A) whose time span overlaps it most: the QP number of the
+    requester does not appear in its requests.  Packets with errors are
+    left out; responses is [] when none were seen.
     """
     req = collections.defaultdict(list)
     resp = collections.defaultdict(list)
@@ -288,27 +292,33 @@ def answered(pkts, out):
             req[(p.src, p.dst, p.qpn)].append((t, p))
         elif "R" in p.flags:
             resp[(p.src, p.dst, p.qpn)].append((t, p))
-    bad = 0
     for (a, b, q), rq in sorted(req.items(), key=lambda kv: kv[1][0][0]):
         t0, t1 = rq[0][0], rq[-1][0]
-        best, best_overlap = None, -1.0
-        for (ra, rb, rqp), rs in resp.items():
+        best, best_overlap = [], -1.0
+        for (ra, rb, _), rs in resp.items():
             if (ra, rb) != (b, a):
                 continue
             ov = min(t1, rs[-1][0]) - max(t0, rs[0][0])
             if ov > best_overlap and rs[-1][0] >= t0:
                 best, best_overlap = rs, ov
-        last = rq[-1][1].psn
-        for _, p in rq:             # the request PSN furthest ahead
+        yield (a, b, q), [p for _, p in rq], [p for _, p in best]
+
+
+def answered(conns, out):
+    """Per RC connection, is the last request PSN covered by a response?"""
+    bad = 0
+    for (a, b, q), rq, rs in conns:
+        last = rq[-1].psn
+        for p in rq:                # the request PSN furthest ahead
             if psn_after(p.psn, last):
                 last = p.psn
-        if best is None:
+        if not rs:
             out.append(f"{a} -> {b} QP 0x{q:06x}: {len(rq)} requests, "
                        f"no response at all (last PSN {last})")
             bad += 1
             continue
-        top = best[0][1].psn
-        for _, p in best:
+        top = rs[0].psn
+        for p in rs:
             if p.syndrome_kind() in (None, "ACK") and psn_after(p.psn, top):
                 top = p.psn
         if not psn_after(top, last):
@@ -318,14 +328,145 @@ def answered(pkts, out):
     return bad
 
 
+def message_total(by_psn, psn, first, later):
+    """The payload bytes of the message starting at @psn: a packet whose
+    name ends in one of @first there, then ones ending in @later up to the
+    LAST.  None if the capture lacks a packet of it."""
+    total = 0
+    want = first
+    for _ in range(1 << 20):
+        cand = [p for p in by_psn.get(psn, ()) if p.name.endswith(want)]
+        if not cand:
+            return None
+        p = cand[0]
+        total += p.paylen
+        if "L" in p.flags or "O" in p.flags:
+            return total
+        want = later
+        psn = (psn + 1) & 0xFFFFFF
+    return None
+
+
+def message_lengths(conns, out):
+    """Multi-packet RDMA WRITEs and READ responses must carry exactly the
+    RETH's DMA length: this checks the pad count of their last packets.
+    Returns (messages checked, wrong)."""
+    checked = bad = 0
+    for (a, b, q), rq, rs in conns:
+        reqs = {}
+        for p in rq:
+            reqs.setdefault(p.psn, []).append(p)
+        resps = {}
+        for p in rs:
+            resps.setdefault(p.psn, []).append(p)
+        for psn in sorted(reqs):
+            p = reqs[psn][0]
+            if p.name.endswith("RDMA_WRITE_FIRST"):
+                total = message_total(reqs, psn, ("WRITE_FIRST",),
+                                      ("WRITE_MIDDLE", "WRITE_LAST",
+                                       "WRITE_LAST_WITH_IMMEDIATE"))
+            elif p.name.endswith("READ_REQUEST") and p.dmalen:
+                total = message_total(resps, psn,
+                                      ("RESPONSE_FIRST", "RESPONSE_ONLY"),
+                                      ("RESPONSE_MIDDLE", "RESPONSE_LAST"))
+            else:
+                continue
+            if total is None:
+                continue
+            checked += 1
+            if total != p.dmalen:
+                bad += 1
+                out.append(f"{a} -> {b} QP 0x{q:06x} PSN {psn} {p.name}: "
+                           f"{total} bytes, DMA length {p.dmalen}")
+    return checked, bad
+
+
+def rebuild(dgram):
+    """Fix the IPv4 header checksum and the ICRC after a change."""
+    b = bytearray(dgram[:-4])
+    if b[0] >> 4 == 4:
+        b[10:12] = b"\0\0"
+        b[10:12] = struct.pack(">H", ip_checksum(bytes(b[:20])))
+    return with_icrc(bytes(b))
+
+
+def self_test():
+    """The rxe packets pass; each kind of damage to them is caught."""
+    tap = Tap()
+    for name, hexdata in VECTORS:
+        p = Packet(bytes.fromhex(hexdata))
+        tap.result(not p.errors and p.name == name.split()[-1],
+                   f"{name}: {p.name} valid {'; '.join(p.errors)}")
+
+    # An IPv4 RC SEND ONLY of 101 bytes: pad count 3.
+    good = bytes.fromhex(VECTORS[0][1])
+    ip, bth = 20, 28
+    hdr = bth + 12
+
+    def mutate(desc, expect, fn, fix=True):
+        b = bytearray(good)
+        fn(b)
+        d = rebuild(bytes(b)) if fix else bytes(b)
+        errors = Packet(d).errors
+        tap.result(any(expect in e for e in errors),
+                   f"caught: {desc} ({'; '.join(errors) or 'not caught'})")
+
+    tap.result(Packet(good).pad == 3 and Packet(good).paylen == 101,
+               "SEND ONLY of 101 bytes has pad 3")
+    mutate("a pad byte not 0", "pad bytes",
+           lambda b: b.__setitem__(hdr + 101, 1))
+    mutate("a payload bit flipped", "ICRC",
+           lambda b: b.__setitem__(hdr, b[hdr] ^ 1), fix=False)
+    mutate("an ICRC bit flipped", "ICRC",
+           lambda b: b.__setitem__(len(b) - 1, b[-1] ^ 0x80), fix=False)
+    mutate("the IPv4 checksum wrong", "IPv4 header checksum",
+           lambda b: b.__setitem__(11, b[11] ^ 1), fix=False)
+    mutate("DF clear", "DF", lambda b: b.__setitem__(6, b[6] & ~0x40))
+    mutate("TTL 0", "TTL", lambda b: b.__setitem__(8, 0))
+    mutate("a low UDP source port", "source port",
+           lambda b: b.__setitem__(ip, 0x12))
+    mutate("a wrong UDP length", "UDP length",
+           lambda b: b.__setitem__(ip + 5, b[ip + 5] + 4))
+    mutate("a wrong UDP checksum", "UDP checksum",
+           lambda b: b.__setitem__(ip + 7, 1))
+    mutate("an unknown opcode (RD)", "unknown opcode",
+           lambda b: b.__setitem__(bth, 0x40))
+    mutate("an ACK with payload", "without one",
+           lambda b: b.__setitem__(bth, 0x11))
+    mutate("TVer 1", "TVer", lambda b: b.__setitem__(bth + 1, b[bth + 1] | 1))
+    mutate("another P_Key", "P_Key", lambda b: b.__setitem__(bth + 2, 0x12))
+    mutate("resv7 set", "resv7",
+           lambda b: b.__setitem__(bth + 8, b[bth + 8] | 0x01))
+    mutate("a SEND FIRST with pad (not a full MTU)", "FIRST/MIDDLE",
+           lambda b: b.__setitem__(bth, 0x00))
+
+    # The same as an RDMA WRITE ONLY: its RETH says 101 bytes, so a wrong
+    # pad count, undetectable in a SEND, is caught.
+    w = bytearray(good[:hdr] + struct.pack(">QII", 0x1000, 0x1234, 101) +
+                  good[hdr:])
+    w[bth] = 0x0A
+    w[2:4] = struct.pack(">H", len(w))
+    w[ip + 4:ip + 6] = struct.pack(">H", len(w) - ip)
+    good = rebuild(bytes(w))
+    hdr += 16
+    tap.result(not Packet(good).errors, "RDMA WRITE ONLY of 101 bytes valid")
+    mutate("WRITE ONLY pad count 2 instead of 3", "DMA length",
+           lambda b: b.__setitem__(bth + 1, (b[bth + 1] & 0xCF) | 0x20))
+    mutate("WRITE ONLY pad count 0 instead of 3", "DMA length",
+           lambda b: b.__setitem__(bth + 1, b[bth + 1] & 0xCF))
+    return tap.finish()
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--name", action="append", default=[],
                     help="ADDR=NAME: label a sender in the counts")
     ap.add_argument("--dump", action="store_true",
                     help="print every RoCEv2 packet")
-    ap.add_argument("pcap", nargs="+")
+    ap.add_argument("pcap", nargs="*")
     args = ap.parse_args(argv[1:])
+    if not args.pcap:
+        return self_test()
     names = {}
     for n in args.name:
         addr, _, label = n.partition("=")
@@ -388,11 +529,15 @@ def main(argv):
           " ".join(f"{op}:{ops[op]}" for op in sorted(ops)))
 
     out = []
-    nbad = answered(pkts, out)
+    conns = list(connections(pkts))
+    nbad = answered(conns, out)
+    checked, wrong = message_lengths(conns, out)
     for line in out:
         print(f"# {line}")
     tap.result(nbad == 0, "every RC request was answered (ACK or response "
                f"up to its PSN; {nbad} connections not)")
+    tap.result(wrong == 0, f"multi-packet WRITEs and READ responses carry "
+               f"their DMA length ({checked} checked, {wrong} wrong)")
     return tap.finish()
 
 

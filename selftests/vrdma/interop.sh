@@ -33,8 +33,9 @@ LISTEN_TIMEOUT=$((60 * SLOW))
 PORT0=18800
 
 # The rows.  row DIR IP TOOL ARGS...: DIR v2r runs the client on vrdma and
-# the server on rxe, r2v the reverse; IP 4 or 6 picks the GIDs both use.
-# The tool gets -d, -g/-x (GID), -p and the server's address added.
+# the server on rxe, r2v the reverse; IP picks the GIDs both use: 4, 6
+# (fd77::/64) or ll (IPv6 link-local, fe80::/64).  The tool gets -d,
+# -g/-x (GID), -p and the server's IPv4 address (for its TCP exchange).
 rows()
 {
 	row v2r 4 ibv_rc_pingpong --chk -n 20 -s 101
@@ -57,6 +58,8 @@ rows()
 	row r2v 4 ibv_uc_pingpong --chk -n 10 -s 101
 	row v2r 4 ib_atomic_bw -n 10
 	row r2v 6 ib_atomic_bw -n 10 -A CMP_AND_SWAP
+	row v2r ll ibv_rc_pingpong --chk -n 10 -s 1000
+	row r2v ll ib_write_bw -s 8192 -n 10
 }
 
 # ---------------------------------------------------------------- host ----
@@ -102,6 +105,10 @@ host_main()
 	done < <(cat "$out/primary/results" 2>/dev/null)
 	check_eq "every row ran" "$(rows_count)" "$n"
 	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
+	# Whatever rxe sent, vrdma found well formed.
+	check_eq "vrdma counted no ICRC error or malformed packet" "0 0" \
+		"$(sed -n 's/.* icrc_errors \([0-9]*\) malformed \([0-9]*\) .*/\1 \2/p' \
+		   "$out/primary/counters" 2>/dev/null)"
 
 	# Every RoCEv2 packet on the wire, with a checker of our own.
 	names=(--name "$IP4_A=vrdma" --name "$IP6_A=vrdma"
@@ -202,16 +209,17 @@ wait_file()
 	done
 }
 
-# gid_index DEV 4|6: the RoCE v2 GID of DEV with our IPv4 or IPv6 address.
+# gid_index DEV 4|6|ll: the RoCE v2 GID of DEV with our IPv4 or IPv6
+# address, or its IPv6 link-local one.
 gid_index()
 {
 	local d=/sys/class/infiniband/$1/ports/1 pat f i
 
-	if [ "$2" = 4 ]; then
-		pat='^0000:0000:0000:0000:0000:ffff:0a4d:000'
-	else
-		pat='^fd77:0000:0000:0000:0000:0000:0000:000'
-	fi
+	case $2 in
+	4) pat='^0000:0000:0000:0000:0000:ffff:0a4d:000' ;;
+	6) pat='^fd77:0000:0000:0000:0000:0000:0000:000' ;;
+	*) pat='^fe80:0000:0000:0000:' ;;
+	esac
 	while read -r f; do
 		i=${f##*/}
 		if [ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
@@ -243,7 +251,8 @@ vm_setup()
 	EOF
 	rdma link add "$DEV" type "$me" netdev eth0 || return 1
 	wait_until $((30 * SLOW)) gid_index "$DEV" 4 &&
-		wait_until $((30 * SLOW)) gid_index "$DEV" 6
+		wait_until $((30 * SLOW)) gid_index "$DEV" 6 &&
+		wait_until $((30 * SLOW)) gid_index "$DEV" ll
 }
 
 # unsupported TOOL: why vrdma cannot run TOOL, or nothing if it can.
@@ -281,8 +290,11 @@ tool_cmd()
 	local n=$1 ip=$2 tool=$3 g
 	shift 3
 
-	g=$G4
-	[ "$ip" = 4 ] || g=$G6
+	case $ip in
+	4) g=$G4 ;;
+	6) g=$G6 ;;
+	*) g=$GLL ;;
+	esac
 	case $tool in
 	ibv_*) CMD=("$tool" -d "$DEV" -g "$g" -p $((PORT0 + n)) "$@") ;;
 	*) CMD=("$tool" -d "$DEV" -x "$g" -p $((PORT0 + n)) -F "$@") ;;
@@ -346,15 +358,19 @@ run_client()
 # row DIR IP TOOL ARGS...: run one row on this side; VM A records it.
 row()
 {
-	local dir=$1 ip=$2 tool=$3 n why desc srv cli t0 ok=0 peer_ip
+	local dir=$1 ip=$2 tool=$3 n why desc srv cli t0 ok=0 peer_ip ipdesc
 	shift 3
 	NROW=$((NROW + 1))
 	n=$NROW
+	case $ip in
+	ll) ipdesc="IPv6 link-local" ;;
+	*) ipdesc=IPv$ip ;;
+	esac
 	if [ "$dir" = v2r ]; then
-		desc="$tool $* vrdma -> rxe IPv$ip"
+		desc="$tool $* vrdma -> rxe $ipdesc"
 		srv=rxe
 	else
-		desc="$tool $* rxe -> vrdma IPv$ip"
+		desc="$tool $* rxe -> vrdma $ipdesc"
 		srv=vrdma
 	fi
 	if [ -n "${INTEROP_ROWS:-}" ] && ! [[ $n =~ $INTEROP_ROWS ]]; then
@@ -431,7 +447,9 @@ vm_main()
 	fi
 	G4=$(gid_index "$DEV" 4)
 	G6=$(gid_index "$DEV" 6)
-	echo "$DEV on eth0: IPv4 GID $G4, IPv6 GID $G6, $(ip -br addr show eth0)"
+	GLL=$(gid_index "$DEV" ll)
+	echo "$DEV on eth0: GIDs $G4 (IPv4), $G6 (IPv6), $GLL (link-local);" \
+		"$(ip -br addr show eth0)"
 
 	if [ "$ME" = vrdma ]; then
 		: >/vmout/results
@@ -456,7 +474,7 @@ vm_main()
 		kill "$tcpdump_pid"
 		wait "$tcpdump_pid"
 		sed 's/^/tcpdump: /' /vmout/tcpdump.log
-		rdma statistic show link "$DEV/1"
+		rdma statistic show link "$DEV/1" | tee /vmout/counters
 		wait_file 60 "$S/rxe.counters" && cat "$S/rxe.counters"
 		touch "$S/finished"
 	else

@@ -52,6 +52,9 @@ rows()
 	row r2v 6 ib_read_bw -s 10001 -n 10
 	row v2r 6 ib_send_bw -s 3 -n 10
 	row r2v 4 ib_send_bw -s 4097 -n 10 -m 1024
+	row v2r 4 ib_write_lat -s 64 -n 100 -C
+	row r2v 4 ib_send_lat -s 64 -n 100 -C
+	row v2r 6 ib_read_lat -s 5000 -n 50 -C
 	row v2r 4 ibv_ud_pingpong -n 10 -s 57
 	row r2v 6 ibv_ud_pingpong -n 10 -s 1000
 	row v2r 4 ibv_uc_pingpong --chk -n 10 -s 4099
@@ -111,8 +114,11 @@ host_main()
 		   "$out/primary/counters" 2>/dev/null)"
 
 	# Every RoCEv2 packet on the wire, with a checker of our own.
+	# (vm-run gives the VMs the MACs 52:54:00:00:00:01 and :02.)
 	names=(--name "$IP4_A=vrdma" --name "$IP6_A=vrdma"
-	       --name "$IP4_B=rxe" --name "$IP6_B=rxe")
+	       --name "fe80::5054:ff:fe00:1=vrdma"
+	       --name "$IP4_B=rxe" --name "$IP6_B=rxe"
+	       --name "fe80::5054:ff:fe00:2=rxe")
 	if [ -s "$out/primary/interop.pcap" ]; then
 		while IFS= read -r line; do
 			case $line in

@@ -5,7 +5,8 @@
  * The responder acknowledges requests by PSN; an ACK for PSN p says every
  * request up to p arrived and was executed, so every SEND and RDMA WRITE
  * whose last packet is at or before p is complete.  RDMA READs complete
- * when their response data has been placed.  A NAK names the PSN that
+ * when their response data has been placed, ATOMICs when their ATOMIC
+ * ACKNOWLEDGE has brought the original value.  A NAK names the PSN that
  * failed: a sequence error means "resend from there" (go-back-N), an RNR
  * NAK means "no receive WQE was posted, try again after a while", and the
  * others (invalid request, remote access, remote operation error) fail the
@@ -21,14 +22,29 @@ static const u32 vrdma_rnr_usecs[32] = {
 	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
-/* Complete, in order, the SENDs and WRITEs acknowledged by @psn. */
+/*
+ * Complete, in order, the SENDs and WRITEs acknowledged by @psn.
+ *
+ * A READ or ATOMIC stops the walk: an ACK does not carry its data.  An ACK
+ * beyond it means it was executed and its response lost, so the oldest
+ * unacknowledged PSN stays at its missing response: the retransmission
+ * timer then asks for it again, and the responder answers a READ again and
+ * an ATOMIC from its replay cache.
+ */
 static void vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 {
 	while (qp->sq.kidx != qp->req.cur && qp->state != IB_QPS_ERR) {
 		struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
 
-		if (swqe->wqe->opcode == IB_UVERBS_WR_RDMA_READ ||
-		    vrdma_psn_diff(psn, swqe->last_psn) < 0)
+		if (vrdma_wqe_rd_atomic(swqe->wqe)) {
+			u32 missing = vrdma_psn_add(swqe->first_psn,
+						    swqe->read_done / qp->mtu);
+
+			if (vrdma_psn_diff(psn, missing) >= 0)
+				psn = vrdma_psn_add(missing, -1);
+			break;
+		}
+		if (vrdma_psn_diff(psn, swqe->last_psn) < 0)
 			break;
 		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
 	}
@@ -212,6 +228,48 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 }
 
+/*
+ * An ATOMIC ACKNOWLEDGE: the original value of the word, for the ATOMIC
+ * with this PSN, which must be the oldest WQE.  (An answer for a later
+ * ATOMIC while an earlier one still waits is dropped; the go-back-N resend
+ * gets it again, from the responder's replay cache.)  The value goes to the
+ * WQE's local buffer, whose lkey is checked again: the MR may be gone.
+ */
+static void vrdma_atomic_ack(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_aeth *aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
+	struct vrdma_atmack *atmack = vrdma_ext(skb, VRDMA_OPF_ATMACK);
+	u8 syn = be32_to_cpu(aeth->smsn) >> VRDMA_AETH_SYN_SHIFT;
+	struct vrdma_swqe *swqe;
+	u64 orig;
+
+	/* NAKs come as plain ACKNOWLEDGE packets. */
+	if ((syn & VRDMA_SYN_TYPE_MASK) != VRDMA_SYN_ACK) {
+		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
+		return;
+	}
+	vrdma_ack_up_to(qp, vrdma_psn_add(pkt->psn, -1));
+	if (qp->sq.kidx == qp->req.cur || qp->state == IB_QPS_ERR)
+		return;		/* a stale answer */
+	swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+	if (!vrdma_wqe_atomic(swqe->wqe) || swqe->first_psn != pkt->psn ||
+	    swqe->state != VRDMA_SWQE_SENT) {
+		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+		return;
+	}
+
+	orig = be64_to_cpu(atmack->orig);
+	if (vrdma_sgl_copy(qp->vdev, qp->pd, swqe->wqe->sge,
+			   swqe->wqe->num_sge, 0, &orig, sizeof(orig), true)) {
+		vrdma_fail_head(qp, IB_WC_LOC_PROT_ERR);
+		return;
+	}
+	qp->req.rnr_retry = 0;
+	vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
+	vrdma_ack_up_to(qp, pkt->psn);
+}
+
 /**
  * vrdma_completer() - handle one response packet
  * @qp: the QP, mutex held
@@ -236,6 +294,8 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
 
 	if (pkt->mask & VRDMA_OPF_READ)
 		vrdma_read_response(qp, skb);
+	else if (pkt->opcode == IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE)
+		vrdma_atomic_ack(qp, skb);
 	else if (pkt->opcode == IB_OPCODE_RC_ACKNOWLEDGE)
 		vrdma_ack(qp, skb);
 	else

@@ -29,6 +29,8 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RETRANSMITS].name	= "retransmits",
 	[VRDMA_CNT_CQ_OVERFLOW].name	= "cq_overflows",
 	[VRDMA_CNT_BAD_WQE].name	= "bad_wqes",
+	[VRDMA_CNT_ATOMIC_REPLAYED].name = "atomic_replayed",
+	[VRDMA_CNT_ATOMIC_REPLAY_MISS].name = "atomic_replay_missed",
 };
 
 /* A counter added to the enum but not named here fails the build. */

@@ -39,10 +39,17 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	attr->max_cqe = VRDMA_MAX_CQE - 1;
 	attr->max_mr = VRDMA_MAX_MR;
 	attr->max_pd = VRDMA_MAX_PD;
+	/*
+	 * READs and ATOMICs: a responder resource (max_dest_rd_atomic) is a
+	 * small per-QP allocation, so every QP can have the per-QP maximum.
+	 * Atomics are 64-bit cmpxchg on the pinned page (vrdma_mr_atomic()):
+	 * atomic with respect to every other atomic of vrdma devices.
+	 * Masked atomics are not implemented.
+	 */
 	attr->max_qp_rd_atom = VRDMA_MAX_RD_ATOMIC;
 	attr->max_res_rd_atom = VRDMA_MAX_RD_ATOMIC * VRDMA_MAX_QP;
 	attr->max_qp_init_rd_atom = VRDMA_MAX_RD_ATOMIC;
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->atomic_cap = IB_ATOMIC_HCA;
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
 	attr->max_ah = VRDMA_MAX_AH;
 	attr->max_srq = VRDMA_MAX_SRQ;

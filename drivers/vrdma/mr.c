@@ -358,6 +358,68 @@ int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
 }
 
 /**
+ * vrdma_mr_atomic() - compare-and-swap or fetch-and-add 8 bytes of an MR
+ * @mr: the MR, range checked with vrdma_mr_check() for REMOTE_ATOMIC
+ * @iova: address of the 64-bit word, 8-byte aligned
+ * @cmp_swap: compare-and-swap; else fetch-and-add
+ * @compare: compare-and-swap: the value the word must have to be swapped
+ * @swap_add: the value swapped in, or added (modulo 2^64)
+ * @orig: set to the value the word had before
+ *
+ * The operation is a single 64-bit compare-and-exchange instruction on the
+ * pinned page through its kernel mapping, not a read-modify-write under a
+ * lock.  Every atomic that targets this word -- from any QP, from any vrdma
+ * device (two devices in loopback reach the same physical page through
+ * their own MRs) -- executes that instruction on the same memory, so they
+ * are atomic with respect to each other without any shared lock: no
+ * module-wide lock serialises unrelated QPs, and nothing has to be taken
+ * in the right order.  The process's own CPU atomics on the word are
+ * respected as well, although the device only promises IB_ATOMIC_HCA.
+ *
+ * Return: 0, -EINVAL if the word is not 8-byte aligned in memory (an MR
+ * whose iova and address differ modulo 8), -EFAULT for a DMA MR address
+ * that is not kernel memory.
+ */
+int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
+		    u64 compare, u64 swap_add, u64 *orig)
+{
+	unsigned int poff = 0;
+	void *kaddr = NULL;
+	u64 *word, old;
+
+	if (mr->dma) {
+		word = vrdma_mr_dma_ptr(iova, sizeof(*word));
+		if (!word)
+			return -EFAULT;
+	} else {
+		struct page *page = vrdma_mr_page(mr, iova, &poff);
+
+		/* Aligned, the word cannot cross into the next page. */
+		if (poff & (sizeof(*word) - 1))
+			return -EINVAL;
+		kaddr = kmap_local_page(page);
+		word = kaddr + poff;
+	}
+	if ((uintptr_t)word & (sizeof(*word) - 1)) {
+		if (kaddr)
+			kunmap_local(kaddr);
+		return -EINVAL;
+	}
+
+	if (cmp_swap) {
+		old = cmpxchg64(word, compare, swap_add);
+	} else {
+		old = READ_ONCE(*word);
+		while (!try_cmpxchg64(word, &old, old + swap_add))
+			;
+	}
+	if (kaddr)
+		kunmap_local(kaddr);
+	*orig = old;
+	return 0;
+}
+
+/**
  * vrdma_sgl_check() - check every SGE of a gather/scatter list
  * @vdev: the device
  * @pd: the QP's PD

@@ -291,16 +291,24 @@ static void vrdma_qp_free_queues(struct vrdma_qp *qp)
 	kvfree(qp->swqe);
 	vfree(qp->swqe_buf);
 	kfree(qp->rwqe.wqe);
+	kfree(qp->resp.res);
 }
 
 static void vrdma_qp_reset(struct vrdma_qp *qp)
 {
+	struct vrdma_rd_atomic *res = qp->resp.res;
+	u32 res_num = qp->resp.res_num;
+
 	/* Posted WQEs are discarded without completions. */
 	vrdma_queue_reset(&qp->sq);
 	if (!qp->srq)
 		vrdma_queue_reset(&qp->rq);
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->resp, 0, sizeof(qp->resp));
+	/* The responder resources stay allocated, emptied. */
+	qp->resp.res = res;
+	qp->resp.res_num = res_num;
+	vrdma_resp_res_reset(qp);
 	/* No message in progress: an opcode vrdma_opcode[] does not know. */
 	qp->resp.opcode = 0xff;
 	qp->req.fetch = qp->sq.kidx;
@@ -534,12 +542,14 @@ static u32 vrdma_qp_mtu(struct vrdma_qp *qp)
  * The transition and the attributes it requires or allows are checked
  * against the IBA tables (ib_modify_qp_is_ok()).
  *
- * Return: 0 or -EINVAL, with the QP unchanged.
+ * Return: 0, -EINVAL, or -ENOMEM for the responder resources, with the QP
+ * unchanged.
  */
 int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
+	struct vrdma_rd_atomic *res = NULL;
 	enum ib_qp_state cur, new;
 	int ret;
 
@@ -556,13 +566,24 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	ret = vrdma_qp_check_attr(qp, attr, mask);
 	if (ret)
 		goto out;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
+		res = vrdma_resp_res_alloc(attr->max_dest_rd_atomic);
+		if (IS_ERR(res)) {
+			ret = PTR_ERR(res);
+			goto out;
+		}
+	}
 	if (mask & IB_QP_AV) {
 		ret = vrdma_qp_set_av(qp, &attr->ah_attr);
-		if (ret)
+		if (ret) {
+			kfree(res);
 			goto out;
+		}
 	}
 	if (new == IB_QPS_RESET && cur != IB_QPS_RESET)
 		vrdma_qp_reset(qp);
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		vrdma_resp_res_install(qp, res, attr->max_dest_rd_atomic);
 	vrdma_qp_store_attr(qp, attr, mask);
 	if (mask & (IB_QP_AV | IB_QP_DEST_QPN))
 		qp->av.sport = cpu_to_be16(rdma_get_udp_sport(qp->av.flow_label,

@@ -8,10 +8,15 @@
  * message into path-MTU sized packets -- FIRST, MIDDLE..., LAST, or ONLY if
  * it fits in one -- numbers them with consecutive 24-bit PSNs, gathers the
  * payload from the SGEs (or the inline data), and sends them.  An RDMA READ
- * is a single request packet that reserves one PSN per response packet.
+ * is a single request packet that reserves one PSN per response packet; an
+ * ATOMIC is a single request packet (AtomicETH) answered by one ATOMIC
+ * ACKNOWLEDGE.
  *
  * At most VRDMA_WINDOW packets are unacknowledged at a time; the completer
- * moves the window as ACKs arrive and completes the WQEs.
+ * moves the window as ACKs arrive and completes the WQEs.  READs and
+ * ATOMICs use a responder resource at the peer while they are outstanding,
+ * so at most max_rd_atomic of them are; the next one waits for the oldest
+ * to complete.
  */
 #include "vrdma.h"
 #include "pkt.h"
@@ -53,6 +58,10 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 	struct vrdma_send_wqe *wqe = swqe->wqe;
 
 	swqe->state = VRDMA_SWQE_DONE;
+	if (swqe->rd_atomic) {
+		swqe->rd_atomic = false;
+		qp->req.rd_atomic--;
+	}
 	/*
 	 * Free the slot before the CQE is visible: a process that sees the
 	 * completion may post into the slot at once.  The kernel's copy of
@@ -117,6 +126,7 @@ void vrdma_flush_sq(struct vrdma_qp *qp)
 	qp->req.fetch = q->kidx;
 	qp->req.cur = q->kidx;
 	qp->req.offset = 0;
+	qp->req.rd_atomic = 0;
 }
 
 /*
@@ -138,6 +148,8 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 		break;
 	case IB_UVERBS_WR_RDMA_READ:
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
 		if (wqe->flags & VRDMA_SEND_INLINE)
 			return IB_WC_LOC_QP_OP_ERR;
 		access = IB_ACCESS_LOCAL_WRITE;
@@ -162,7 +174,12 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	swqe->length = total;
 	if (ret == -EINVAL)
 		return IB_WC_LOC_LEN_ERR;
-	return ret ? IB_WC_LOC_PROT_ERR : IB_WC_SUCCESS;
+	if (ret)
+		return IB_WC_LOC_PROT_ERR;
+	/* An atomic returns exactly the 8 bytes of the original value. */
+	if (vrdma_wqe_atomic(wqe) && total != sizeof(u64))
+		return IB_WC_LOC_LEN_ERR;
+	return IB_WC_SUCCESS;
 }
 
 /*
@@ -186,6 +203,7 @@ static bool vrdma_fetch_swqes(struct vrdma_qp *qp)
 		memcpy(swqe->wqe, vrdma_queue_slot(q, qp->req.fetch),
 		       q->entry_size);
 		swqe->state = VRDMA_SWQE_NEW;
+		swqe->rd_atomic = false;
 		swqe->read_done = 0;
 		swqe->status = vrdma_check_swqe(qp, swqe);
 		if (swqe->status != IB_WC_SUCCESS)
@@ -223,8 +241,31 @@ static u8 vrdma_req_opcode(struct vrdma_send_wqe *wqe, bool first, bool last)
 				IB_OPCODE_RC_RDMA_WRITE_FIRST;
 		return last ? IB_OPCODE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE :
 			      IB_OPCODE_RC_RDMA_WRITE_MIDDLE;
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+		return IB_OPCODE_RC_COMPARE_SWAP;
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_OPCODE_RC_FETCH_ADD;
 	default:
 		return IB_OPCODE_RC_RDMA_READ_REQUEST;
+	}
+}
+
+/*
+ * The AtomicETH: compare-and-swap carries the new value and the one to
+ * compare with, fetch-and-add the addend (and a compare field of 0).
+ */
+static void vrdma_atmeth_init(struct sk_buff *skb, struct vrdma_send_wqe *wqe)
+{
+	struct vrdma_atmeth *atmeth = vrdma_ext(skb, VRDMA_OPF_ATMETH);
+
+	atmeth->va = cpu_to_be64(wqe->atomic.remote_addr);
+	atmeth->rkey = cpu_to_be32(wqe->atomic.rkey);
+	if (wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP) {
+		atmeth->swap_add = cpu_to_be64(wqe->atomic.swap);
+		atmeth->comp = cpu_to_be64(wqe->atomic.compare_add);
+	} else {
+		atmeth->swap_add = cpu_to_be64(wqe->atomic.compare_add);
+		atmeth->comp = 0;
 	}
 }
 
@@ -238,8 +279,9 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	u32 offset = qp->req.offset;
 	bool first = offset == 0;
 	bool is_read = wqe->opcode == IB_UVERBS_WR_RDMA_READ;
-	u32 paylen = is_read ? 0 : min(swqe->length - offset, qp->mtu);
-	bool last = is_read || offset + paylen == swqe->length;
+	bool rd_atomic = vrdma_wqe_rd_atomic(wqe);
+	u32 paylen = rd_atomic ? 0 : min(swqe->length - offset, qp->mtu);
+	bool last = rd_atomic || offset + paylen == swqe->length;
 	/* A READ resent after a loss asks only for what is missing. */
 	u32 done = is_read ? swqe->read_done : 0;
 	u32 psn = qp->req.psn, npsn = 1;
@@ -261,6 +303,8 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		reth->rkey = cpu_to_be32(wqe->rdma.rkey);
 		reth->len = cpu_to_be32(swqe->length - done);
 	}
+	if (pkt->mask & VRDMA_OPF_ATMETH)
+		vrdma_atmeth_init(skb, wqe);
 	if (pkt->mask & VRDMA_OPF_IMMDT) {
 		struct vrdma_immdt *immdt = vrdma_ext(skb, VRDMA_OPF_IMMDT);
 
@@ -295,6 +339,10 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	if (first && !done) {
 		swqe->first_psn = psn;
 		swqe->state = VRDMA_SWQE_SENDING;
+	}
+	if (rd_atomic && !swqe->rd_atomic) {
+		swqe->rd_atomic = true;
+		qp->req.rd_atomic++;
 	}
 	qp->req.psn = vrdma_psn_add(psn, npsn);
 	if (!timer_pending(&qp->retrans_timer))
@@ -349,16 +397,29 @@ static void vrdma_timed_out(struct vrdma_qp *qp)
 	vrdma_rewind(qp, qp->req.una);
 }
 
-/* Is there an RDMA READ not completed before @idx? (for the fence flag) */
+/*
+ * Is there an RDMA READ or ATOMIC not completed before @idx? (for the
+ * fence flag)
+ */
 static bool vrdma_reads_pending(struct vrdma_qp *qp, u32 idx)
 {
 	u32 i;
 
 	for (i = qp->sq.kidx; i != idx; i++)
-		if (qp->swqe[i & qp->sq.mask].wqe->opcode ==
-		    IB_UVERBS_WR_RDMA_READ)
+		if (vrdma_wqe_rd_atomic(qp->swqe[i & qp->sq.mask].wqe))
 			return true;
 	return false;
+}
+
+/*
+ * May one more READ or ATOMIC be sent?  The peer's responder keeps the
+ * answers of only max_dest_rd_atomic of them for a resend, which is what
+ * our max_rd_atomic was set from.  0 lets one through, as hardware does
+ * that encodes the limit as a power of two: waiting for ever is no answer.
+ */
+static bool vrdma_rd_atomic_room(struct vrdma_qp *qp)
+{
+	return qp->req.rd_atomic < max_t(u32, qp->attr.max_rd_atomic, 1);
 }
 
 /**
@@ -398,6 +459,9 @@ void vrdma_requester(struct vrdma_qp *qp)
 			}
 			if ((swqe->wqe->flags & VRDMA_SEND_FENCE) &&
 			    vrdma_reads_pending(qp, qp->req.cur))
+				break;
+			if (vrdma_wqe_rd_atomic(swqe->wqe) &&
+			    !vrdma_rd_atomic_room(qp))
 				break;
 		}
 		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >= VRDMA_WINDOW)

@@ -12,11 +12,19 @@
  *   RDMA WRITE  the RETH's rkey, address and length must be granted by an
  *               MR of the QP's PD; payload goes there
  *   RDMA READ   the same check, then response packets carry the data back
+ *   ATOMIC      the same check for 8 aligned bytes, then compare-and-swap
+ *               or fetch-and-add; an ATOMIC ACKNOWLEDGE carries the
+ *               original value back
  *
  * and, when the requester asked (AckReq), sends an ACK.  Errors are NAKed:
  * a PSN gap with a sequence error NAK, a missing receive WQE with an RNR
  * NAK, and invalid requests, access violations and local errors with a NAK
  * that also puts this QP in error.
+ *
+ * Responder resources: the last max_dest_rd_atomic READs and ATOMICs are
+ * remembered, so that a duplicate ATOMIC -- the requester resends it
+ * because the answer was lost -- is answered again from there and never
+ * executed twice.
  */
 #include "vrdma.h"
 #include "pkt.h"
@@ -47,6 +55,128 @@ static void vrdma_resp_fatal(struct vrdma_qp *qp, u32 psn, u8 nak,
 {
 	vrdma_send_ack(qp, psn, VRDMA_SYN_NAK | nak);
 	vrdma_qp_error(qp, event);
+}
+
+/*
+ * Responder resources
+ * -------------------
+ * A ring of max_dest_rd_atomic entries; each new READ or ATOMIC takes the
+ * oldest.  A requester keeps at most max_rd_atomic (set from our
+ * max_dest_rd_atomic) of them outstanding, so when one takes the entry of
+ * the request max_dest_rd_atomic before it, that one has completed at the
+ * requester and will not be asked for again.  A responder cannot count
+ * more precisely what is outstanding: nothing on the wire says when the
+ * requester has received a response.  A requester that ignores the limit
+ * loses answers (a duplicate ATOMIC found nowhere is dropped and counted,
+ * and the requester's retries run out); one that has no resource at all to
+ * use, max_dest_rd_atomic 0, is refused with an Invalid Request NAK.
+ */
+
+/**
+ * vrdma_resp_res_alloc() - allocate responder resources (max_dest_rd_atomic)
+ * @num: entries, at most VRDMA_MAX_RD_ATOMIC
+ *
+ * Allocated before modify_qp changes anything, installed with
+ * vrdma_resp_res_install() once nothing can fail any more.
+ *
+ * Return: the entries, NULL for @num 0, or ERR_PTR(-ENOMEM).
+ */
+struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num)
+{
+	struct vrdma_rd_atomic *res;
+
+	if (!num)
+		return NULL;
+	res = kcalloc(num, sizeof(*res), GFP_KERNEL);
+	return res ? res : ERR_PTR(-ENOMEM);
+}
+
+/**
+ * vrdma_resp_res_install() - make @res the QP's responder resources
+ * @qp: the QP, mutex held
+ * @res: from vrdma_resp_res_alloc(@num); the QP owns it now
+ * @num: its entries
+ *
+ * Keeps the most recent entries that fit: the limit may change in SQD
+ * while duplicates of answered requests can still arrive.
+ */
+void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
+			    u32 num)
+{
+	struct vrdma_resp *resp = &qp->resp;
+	u32 i, keep = min(num, resp->res_num);
+
+	/* The newest entries, oldest first, go to the start. */
+	for (i = 0; i < keep; i++)
+		res[i] = resp->res[(resp->res_head + resp->res_num - keep + i) %
+				   resp->res_num];
+	kfree(resp->res);
+	resp->res = res;
+	resp->res_num = num;
+	resp->res_head = num ? keep % num : 0;
+}
+
+/**
+ * vrdma_resp_res_reset() - forget every READ and ATOMIC (QP reset)
+ * @qp: the QP, mutex held
+ */
+void vrdma_resp_res_reset(struct vrdma_qp *qp)
+{
+	struct vrdma_resp *resp = &qp->resp;
+
+	if (resp->res)
+		memset(resp->res, 0, resp->res_num * sizeof(*resp->res));
+	resp->res_head = 0;
+}
+
+/* Take the oldest resource for a new READ or ATOMIC with PSN @psn. */
+static struct vrdma_rd_atomic *vrdma_res_new(struct vrdma_qp *qp, u8 type,
+					     u32 psn)
+{
+	struct vrdma_resp *resp = &qp->resp;
+	struct vrdma_rd_atomic *res = &resp->res[resp->res_head];
+
+	resp->res_head = (resp->res_head + 1) % resp->res_num;
+	memset(res, 0, sizeof(*res));
+	res->type = type;
+	res->psn = psn;
+	return res;
+}
+
+/* The resource of the ATOMIC with PSN @psn, if it is still remembered. */
+static struct vrdma_rd_atomic *vrdma_res_find_atomic(struct vrdma_qp *qp,
+						     u32 psn)
+{
+	struct vrdma_resp *resp = &qp->resp;
+	u32 i;
+
+	for (i = 0; i < resp->res_num; i++)
+		if (resp->res[i].type == VRDMA_RES_ATOMIC &&
+		    resp->res[i].psn == psn)
+			return &resp->res[i];
+	return NULL;
+}
+
+/* Send the ATOMIC ACKNOWLEDGE of @res: its PSN, MSN and original value. */
+static void vrdma_send_atomic_ack(struct vrdma_qp *qp,
+				  const struct vrdma_rd_atomic *res)
+{
+	struct vrdma_atmack *atmack;
+	struct vrdma_aeth *aeth;
+	struct sk_buff *skb;
+
+	skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
+			      IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE, 0);
+	if (!skb)
+		return;	/* the requester resends; the answer is kept */
+	aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
+	aeth->smsn = cpu_to_be32((u32)(VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT) <<
+				 VRDMA_AETH_SYN_SHIFT |
+				 (res->msn & VRDMA_AETH_MSN_MASK));
+	atmack = vrdma_ext(skb, VRDMA_OPF_ATMACK);
+	atmack->orig = cpu_to_be64(res->orig);
+	vrdma_bth_init(skb, qp->attr.dest_qp_num, res->psn, false, false);
+	vrdma_pkt_send(qp->vdev, &qp->av, skb);
 }
 
 /* Write the receive CQE of the current receive WQE and release it. */
@@ -257,6 +387,83 @@ static void vrdma_exec_read(struct vrdma_qp *qp, struct sk_buff *skb)
 	resp->read_active = true;
 }
 
+/*
+ * An ATOMIC request: check it, execute it, remember the answer and send
+ * it.  IBA 9.4.5: the address must be 8-byte aligned, else the request is
+ * invalid; the rkey must grant REMOTE_ATOMIC on those 8 bytes, else it is a
+ * remote access error.
+ */
+static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_atmeth *atmeth = vrdma_ext(skb, VRDMA_OPF_ATMETH);
+	struct vrdma_resp *resp = &qp->resp;
+	u64 va = be64_to_cpu(atmeth->va);
+	u32 rkey = be32_to_cpu(atmeth->rkey);
+	struct vrdma_rd_atomic *res;
+	struct vrdma_mr *mr;
+	u64 orig;
+	int ret;
+
+	if (va & (sizeof(u64) - 1)) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return;
+	}
+	mr = vrdma_mr_get(qp->vdev, rkey);
+	ret = mr ? vrdma_mr_check(mr, qp->pd, rkey, va, sizeof(u64),
+				  IB_ACCESS_REMOTE_ATOMIC) : -EACCES;
+	if (!ret)
+		ret = vrdma_mr_atomic(mr, va,
+				      pkt->opcode == IB_OPCODE_RC_COMPARE_SWAP,
+				      be64_to_cpu(atmeth->comp),
+				      be64_to_cpu(atmeth->swap_add), &orig);
+	if (mr)
+		vrdma_mr_put(mr);
+	if (ret == -EINVAL) {
+		/* Aligned in the MR, not in memory (iova != address). */
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if (ret) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
+				 IB_EVENT_QP_ACCESS_ERR);
+		return;
+	}
+
+	resp->psn = vrdma_psn_add(resp->psn, 1);
+	resp->msn++;
+	res = vrdma_res_new(qp, VRDMA_RES_ATOMIC, pkt->psn);
+	res->orig = orig;
+	res->msn = resp->msn;
+	vrdma_send_atomic_ack(qp, res);
+}
+
+/*
+ * A duplicate ATOMIC: its answer was lost.  Answer it again from the
+ * replay cache; executing it again would apply it twice.  One no longer
+ * there is older than anything a requester keeping to max_rd_atomic can
+ * still wait for: dropped.
+ */
+static void vrdma_duplicate_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_rd_atomic *res;
+
+	/* Answers go out in request order: finish a READ's responses. */
+	if (qp->resp.read_active && vrdma_responder_reads(qp, INT_MAX)) {
+		vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
+		return;
+	}
+	res = vrdma_res_find_atomic(qp, vrdma_pkt(skb)->psn);
+	if (!res) {
+		vrdma_count(qp->vdev, VRDMA_CNT_ATOMIC_REPLAY_MISS);
+		return;
+	}
+	vrdma_count(qp->vdev, VRDMA_CNT_ATOMIC_REPLAYED);
+	vrdma_send_atomic_ack(qp, res);
+}
+
 /* The opcode of the next read response packet. */
 static u8 vrdma_read_resp_opcode(bool first, bool last)
 {
@@ -344,22 +551,45 @@ bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
 	return resp->read_active;
 }
 
+/* Does a READ request with PSN @psn come after the READ being answered? */
+static bool vrdma_read_after_current(struct vrdma_qp *qp, u32 psn)
+{
+	struct vrdma_resp *resp = &qp->resp;
+	u32 left;
+
+	if (!resp->read_active)
+		return false;
+	left = max(1U, DIV_ROUND_UP(resp->read_resid, qp->mtu));
+	return vrdma_psn_diff(psn, vrdma_psn_add(resp->read_psn, left)) >= 0;
+}
+
 /*
  * A request with a PSN before the expected one was executed already: its
  * ACK was lost or is late.  SENDs and WRITEs are acknowledged again (never
- * executed twice); a READ is answered again, which is harmless.
+ * executed twice); a READ is answered again, which is harmless; an ATOMIC
+ * is answered from the replay cache.
  */
 static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 
 	vrdma_count(qp->vdev, VRDMA_CNT_DUP_REQ);
+	if (pkt->mask & VRDMA_OPF_ATOMIC) {
+		vrdma_duplicate_atomic(qp, skb);
+		return;
+	}
 	if (pkt->mask & VRDMA_OPF_READ) {
 		/*
 		 * The requester lost responses and asks again from the first
-		 * missing one: drop whatever READ is being answered and
-		 * answer this one.
+		 * missing one.  A READ after the one being answered (the
+		 * go-back-N resend of several READs) waits until that one is
+		 * answered to the end; one at or before it replaces it.
 		 */
+		if (vrdma_read_after_current(qp, pkt->psn) &&
+		    vrdma_responder_reads(qp, INT_MAX)) {
+			vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
+			return;
+		}
 		qp->resp.read_active = false;
 		vrdma_exec_read(qp, skb);
 		return;
@@ -382,8 +612,7 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 
 	if ((qp->state != IB_QPS_RTR && qp->state != IB_QPS_RTS &&
 	     qp->state != IB_QPS_SQD) || !(pkt->mask & VRDMA_OPF_RC) ||
-	    !(pkt->mask & VRDMA_OPF_REQ) ||
-	    (pkt->mask & VRDMA_OPF_ATOMIC)) {
+	    !(pkt->mask & VRDMA_OPF_REQ)) {
 		kfree_skb(skb);
 		return;
 	}
@@ -429,6 +658,19 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 				 IB_EVENT_QP_ACCESS_ERR);
 		goto out;
 	}
+	/*
+	 * An ATOMIC on a QP without REMOTE_ATOMIC is an operation the QP does
+	 * not support, and a READ or ATOMIC without a single responder
+	 * resource one it cannot take: both Invalid Request (IBA class C).
+	 */
+	if (((pkt->mask & VRDMA_OPF_ATOMIC) &&
+	     !(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC)) ||
+	    ((pkt->mask & (VRDMA_OPF_READ | VRDMA_OPF_ATOMIC)) &&
+	     !qp->resp.res_num)) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		goto out;
+	}
 
 	/*
 	 * Messages that consume a receive WQE need one before anything is
@@ -449,16 +691,21 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_exec_send(qp, skb);
 	else if (pkt->mask & VRDMA_OPF_WRITE)
 		vrdma_exec_write(qp, skb);
+	else if (pkt->mask & VRDMA_OPF_ATOMIC)
+		vrdma_exec_atomic(qp, skb);
 	else
 		vrdma_exec_read(qp, skb);
 	if (qp->state == IB_QPS_ERR)
 		goto out;
 
 	resp->opcode = pkt->opcode;
+	if (pkt->mask & VRDMA_OPF_ATOMIC)
+		goto out;	/* answered, PSN and MSN moved on */
 	if (pkt->mask & VRDMA_OPF_READ) {
 		u32 len = be32_to_cpu(((struct vrdma_reth *)
 				       vrdma_ext(skb, VRDMA_OPF_RETH))->len);
 
+		vrdma_res_new(qp, VRDMA_RES_READ, pkt->psn);
 		resp->psn = vrdma_psn_add(resp->psn,
 					  max(1U, DIV_ROUND_UP(len, qp->mtu)));
 		resp->msn++;

@@ -112,6 +112,8 @@ enum vrdma_counter {
 	VRDMA_CNT_RETRANSMITS,
 	VRDMA_CNT_CQ_OVERFLOW,
 	VRDMA_CNT_BAD_WQE,		/* malformed WQEs found in a ring */
+	VRDMA_CNT_ATOMIC_REPLAYED,	/* duplicate atomics answered again */
+	VRDMA_CNT_ATOMIC_REPLAY_MISS,	/* dropped: duplicate atomic too old */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -278,11 +280,13 @@ struct vrdma_cq {
  * @read_done: bytes of an RDMA READ response placed so far
  * @read_start: @read_done when the READ request was last (re)sent: its
  *	response stream begins there
+ * @rd_atomic: a READ or ATOMIC counted in req.rd_atomic (sent, not done)
  */
 struct vrdma_swqe {
 	struct vrdma_send_wqe *wqe;
 	u8 state;
 	u8 status;
+	bool rd_atomic;
 	u32 length;
 	u32 first_psn;
 	u32 last_psn;
@@ -362,6 +366,8 @@ struct vrdma_av {
  * @retry: timeouts in a row without progress
  * @timed_out: the retransmission timer fired; handled by the task
  * @sqd_event: IB_EVENT_SQ_DRAINED still to be sent
+ * @rd_atomic: READs and ATOMICs sent and not completed, held to the QP's
+ *	max_rd_atomic
  *
  * SQ indices between sq.kidx (oldest not completed) and @cur have all their
  * packets sent; @cur up to @fetch are copied and checked but not (fully)
@@ -378,6 +384,32 @@ struct vrdma_req {
 	u8 retry;
 	bool timed_out;
 	bool sqd_event;
+	u32 rd_atomic;
+};
+
+/* What a responder resource holds (struct vrdma_rd_atomic.type). */
+enum vrdma_res_type {
+	VRDMA_RES_FREE,
+	VRDMA_RES_READ,
+	VRDMA_RES_ATOMIC,
+};
+
+/**
+ * struct vrdma_rd_atomic - a responder resource: one READ or ATOMIC executed
+ * @type: enum vrdma_res_type
+ * @psn: the request's PSN
+ * @msn: ATOMIC: the MSN its ATOMIC ACKNOWLEDGE carried
+ * @orig: ATOMIC: the value the word had before, the answer
+ *
+ * A requester whose response was lost asks again with the same PSN.  A READ
+ * is simply executed again; an ATOMIC must not be, so its answer is kept
+ * here and sent again.
+ */
+struct vrdma_rd_atomic {
+	u8 type;
+	u32 psn;
+	u32 msn;
+	u64 orig;
 };
 
 /**
@@ -396,6 +428,10 @@ struct vrdma_req {
  * @read_psn: PSN of the next read response
  * @read_first: the next response is its first
  * @read_active: a READ is being answered
+ * @res: the responder resources, a ring of @res_num (the QP's
+ *	max_dest_rd_atomic) entries holding the latest READs and ATOMICs
+ * @res_num: entries of @res
+ * @res_head: the next entry to (re)use, the oldest one
  */
 struct vrdma_resp {
 	u32 psn;
@@ -412,6 +448,9 @@ struct vrdma_resp {
 	u32 read_psn;
 	bool read_first;
 	bool read_active;
+	struct vrdma_rd_atomic *res;
+	u32 res_num;
+	u32 res_head;
 };
 
 /**
@@ -534,6 +573,20 @@ static inline struct vrdma_srq *to_vsrq(struct ib_srq *ibsrq)
 	return container_of(ibsrq, struct vrdma_srq, ibsrq);
 }
 
+/* RDMA READ and ATOMIC requests use responder resources at the peer. */
+static inline bool vrdma_wqe_rd_atomic(const struct vrdma_send_wqe *wqe)
+{
+	return wqe->opcode == IB_UVERBS_WR_RDMA_READ ||
+	       wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline bool vrdma_wqe_atomic(const struct vrdma_send_wqe *wqe)
+{
+	return wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 /* 24-bit PSN arithmetic: a - b as a signed distance. */
 static inline int vrdma_psn_diff(u32 a, u32 b)
 {
@@ -609,6 +662,8 @@ int vrdma_sgl_copy_from_skb(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 			    const struct vrdma_sge *sge, u32 num_sge,
 			    u32 offset, const struct sk_buff *skb,
 			    u32 skb_offset, u32 length);
+int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
+		    u64 compare, u64 swap_add, u64 *orig);
 
 /* queue.c */
 int vrdma_queue_init(struct vrdma_queue *q, struct vrdma_ucontext *uc,
@@ -663,6 +718,10 @@ void vrdma_flush_sq(struct vrdma_qp *qp);
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
 void vrdma_flush_rq(struct vrdma_qp *qp);
+struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num);
+void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
+			    u32 num);
+void vrdma_resp_res_reset(struct vrdma_qp *qp);
 void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 			 u8 status);

@@ -1,0 +1,1103 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RC atomics through the standard verbs API: 8-byte compare-and-swap and
+ * fetch-and-add, their results and the remote memory checked exactly, the
+ * error cases (misaligned address, no REMOTE_ATOMIC on the MR or on the QP,
+ * out of bounds, bad rkey, bad local buffer, no responder resources), many
+ * READs and ATOMICs in flight beyond max_rd_atomic, two QPs (on two
+ * devices) adding to the same word at once, and the responder's replay
+ * cache: with atomic answers dropped on the veth, every atomic is applied
+ * exactly once and duplicates are answered from the cache.
+ *
+ * Variants as in rc_test.c: "loopback" (both QPs on one device) and
+ * "two_devices" (one QP on each end of a veth pair). VRDMA_TEST_TYPE=rxe
+ * runs the same tests on rdma_rxe to validate them.
+ *
+ * Runs as root in the test VM; main() (rc_suite.h) sets up the module, a
+ * veth pair and the two RDMA devices.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "rc_lib.h"
+#include "rc_suite.h"
+
+/* QP access and target MR access that allow atomics. */
+#define AT_QP_ACCESS	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+			 IBV_ACCESS_REMOTE_ATOMIC)
+#define AT_MR_ACCESS	(RC_ACCESS_ALL | IBV_ACCESS_REMOTE_ATOMIC)
+#define AT_BUF		(128 * 1024)
+
+/* ---- fixture --------------------------------------------------------- */
+
+/* A pair, A's local buffer (results), B's target buffer. */
+struct at_env {
+	struct rc_pair p;
+	struct rc_buf la, rb;
+};
+
+FIXTURE(atomic) {
+	struct rc_dev d0, d1;
+	struct rc_dev *da, *db;
+	struct at_env e, e2;
+	int two;
+};
+
+FIXTURE_VARIANT(atomic) {
+	int two_devices;
+};
+
+FIXTURE_VARIANT_ADD(atomic, loopback) {
+	.two_devices = 0,
+};
+
+FIXTURE_VARIANT_ADD(atomic, two_devices) {
+	.two_devices = 1,
+};
+
+FIXTURE_SETUP(atomic)
+{
+	rc_dev_open(_metadata, &self->d0, 0);
+	self->da = &self->d0;
+	self->two = variant->two_devices;
+	if (self->two) {
+		rc_dev_open(_metadata, &self->d1, 1);
+		self->db = &self->d1;
+	} else {
+		self->db = &self->d0;
+	}
+}
+
+static void env_destroy(struct at_env *e)
+{
+	rc_buf_free(&e->la);
+	rc_buf_free(&e->rb);
+	rc_pair_destroy(&e->p);
+}
+
+FIXTURE_TEARDOWN(atomic)
+{
+	env_destroy(&self->e2);
+	env_destroy(&self->e);
+	rc_dev_close(&self->d1);
+	rc_dev_close(&self->d0);
+}
+
+/*
+ * A pair from @da to @db with atomics allowed (unless @o says otherwise),
+ * and a local and a target buffer of AT_BUF bytes.
+ */
+static void env_create(struct __test_metadata *_metadata, struct at_env *e,
+		       struct rc_dev *da, struct rc_dev *db,
+		       const struct rc_opts *o)
+{
+	struct rc_opts d = { .access = AT_QP_ACCESS };
+
+	memset(e, 0, sizeof(*e));
+	rc_pair_create(_metadata, &e->p, da, db, o ? o : &d);
+	rc_buf_alloc(_metadata, &e->la, da->pd, AT_BUF, RC_ACCESS_ALL);
+	rc_buf_alloc(_metadata, &e->rb, db->pd, AT_BUF, AT_MR_ACCESS);
+}
+
+/*
+ * A connected pair whose max_rd_atomic / max_dest_rd_atomic are @init and
+ * @dest on both QPs (RTR and RTS attributes as rc_qp_connect()).
+ */
+static void env_create_rd_atomic(struct __test_metadata *_metadata,
+				 FIXTURE_DATA(atomic) *self, struct at_env *e,
+				 struct rc_opts *o, int init, int dest)
+{
+	struct rc_qp *q[2] = { &e->p.a, &e->p.b };
+	struct ibv_qp_attr a;
+	int i;
+
+	o->no_connect = 1;
+	if (!o->access)
+		o->access = AT_QP_ACCESS;
+	env_create(_metadata, e, self->da, self->db, o);
+	for (i = 0; i < 2; i++) {
+		struct rc_qp *peer = q[1 - i];
+
+		ASSERT_EQ(0, rc_to_init(q[i], o->access));
+		rc_rtr_attr(&a, q[i], peer->qp->qp_num, &peer->dev->gid,
+			    q[i]->rq_psn);
+		a.max_dest_rd_atomic = dest;
+		ASSERT_EQ(0, ibv_modify_qp(q[i]->qp, &a, RC_RTR_MASK));
+	}
+	for (i = 0; i < 2; i++) {
+		rc_rts_attr(&a, q[i], q[i]->sq_psn);
+		a.max_rd_atomic = init;
+		ASSERT_EQ(0, ibv_modify_qp(q[i]->qp, &a, RC_RTS_MASK));
+	}
+}
+
+/* ---- posting ------------------------------------------------------------ */
+
+static const char *at_op_str(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_CMP_AND_SWP ? "CAS" :
+	       op == IBV_WR_ATOMIC_FETCH_AND_ADD ? "FAA" : "READ";
+}
+
+/*
+ * An atomic WR: the result goes to @len bytes at @local (lkey @lkey), the
+ * target is @raddr/@rkey. Signaled.
+ */
+static void atomic_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
+		      uint64_t wr_id, enum ibv_wr_opcode op, void *local,
+		      uint32_t len, uint32_t lkey, uint64_t raddr,
+		      uint32_t rkey, uint64_t compare_add, uint64_t swap)
+{
+	sge->addr = (uintptr_t)local;
+	sge->length = len;
+	sge->lkey = lkey;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = op;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.atomic.remote_addr = raddr;
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.compare_add = compare_add;
+	wr->wr.atomic.swap = swap;
+}
+
+/* A WR on @e's buffers: result at la + @loff, target rb + @roff. */
+static void env_atomic_wr(struct at_env *e, struct ibv_send_wr *wr,
+			  struct ibv_sge *sge, uint64_t wr_id,
+			  enum ibv_wr_opcode op, size_t loff, size_t roff,
+			  uint64_t compare_add, uint64_t swap)
+{
+	atomic_wr(wr, sge, wr_id, op, e->la.p + loff, 8, e->la.mr->lkey,
+		  (uintptr_t)e->rb.p + roff, e->rb.mr->rkey, compare_add,
+		  swap);
+}
+
+static uint64_t rd64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static void wr64(void *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+/* A 64-bit value of stream @seed, with carries in every byte likely. */
+static uint64_t pat64(uint32_t seed, size_t i)
+{
+	uint64_t v = 0;
+	int b;
+
+	for (b = 0; b < 8; b++)
+		v = v << 8 | rc_pat(seed, i * 8 + b);
+	return v;
+}
+
+static void check_success(struct __test_metadata *_metadata,
+			  const struct ibv_wc *wc, uint64_t wr_id,
+			  enum ibv_wc_opcode opcode, uint32_t qp_num,
+			  const char *what)
+{
+	rc_wc_check(_metadata, wc, &(struct rc_wc_exp){
+		.wr_id = wr_id, .status = IBV_WC_SUCCESS, .opcode = opcode,
+		.qp_num = qp_num,
+	}, what);
+	if (opcode != IBV_WC_RDMA_READ && wc->status == IBV_WC_SUCCESS)
+		EXPECT_EQ(8, wc->byte_len) {
+			TH_LOG("%s: byte_len", what);
+		}
+}
+
+/*
+ * One atomic on a word of B whose value is @old: A's result slot gets @old,
+ * the word becomes @want, and no other byte of either buffer changes.
+ */
+static void one_atomic(struct __test_metadata *_metadata, struct at_env *e,
+		       enum ibv_wr_opcode op, size_t roff, uint64_t old,
+		       uint64_t compare_add, uint64_t swap, uint64_t want,
+		       uint32_t seed)
+{
+	const size_t loff = 8 * (seed % 64) + 256;
+	struct ibv_send_wr wr, *bad = NULL;
+	uint8_t *limg, *rimg;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	char what[96];
+
+	snprintf(what, sizeof(what), "%s at +%zu: %#" PRIx64 " (%#" PRIx64
+		 ", %#" PRIx64 ")", at_op_str(op), roff, old, compare_add,
+		 swap);
+	rc_fill(e->la.p, e->la.size, seed, 0);
+	rc_fill(e->rb.p, e->rb.size, seed + 1, 0);
+	wr64(e->rb.p + roff, old);
+	limg = malloc(e->la.size);
+	rimg = malloc(e->rb.size);
+	ASSERT_NE(NULL, limg);
+	ASSERT_NE(NULL, rimg);
+	memcpy(limg, e->la.p, e->la.size);
+	memcpy(rimg, e->rb.p, e->rb.size);
+	wr64(limg + loff, old);
+	wr64(rimg + roff, want);
+
+	env_atomic_wr(e, &wr, &sge, 0xa70 + seed, op, loff, roff,
+		      compare_add, swap);
+	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+	ASSERT_EQ(1, rc_poll(e->p.a.scq, &wc, 1, RC_TIMEOUT_MS)) {
+		TH_LOG("%s: no completion", what);
+	}
+	check_success(_metadata, &wc, 0xa70 + seed,
+		      op == IBV_WR_ATOMIC_CMP_AND_SWP ? IBV_WC_COMP_SWAP :
+		      IBV_WC_FETCH_ADD, e->p.a.qp->qp_num, what);
+	EXPECT_EQ(old, rd64(e->la.p + loff)) {
+		TH_LOG("%s: returned %#" PRIx64, what, rd64(e->la.p + loff));
+	}
+	EXPECT_EQ(want, rd64(e->rb.p + roff)) {
+		TH_LOG("%s: left %#" PRIx64, what, rd64(e->rb.p + roff));
+	}
+	EXPECT_SAME_BYTES(e->la.p, limg, e->la.size, "requester memory");
+	EXPECT_SAME_BYTES(e->rb.p, rimg, e->rb.size, "responder memory");
+	free(limg);
+	free(rimg);
+}
+
+/* A new pair on the same devices does a CAS and an FAA right. */
+static void fresh_pair_works(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(atomic) *self)
+{
+	struct at_env e;
+
+	env_create(_metadata, &e, self->da, self->db, NULL);
+	one_atomic(_metadata, &e, IBV_WR_ATOMIC_CMP_AND_SWP, 8, 5, 5, 6, 6,
+		   31);
+	one_atomic(_metadata, &e, IBV_WR_ATOMIC_FETCH_AND_ADD, 16, 7, 3, 0,
+		   10, 32);
+	env_destroy(&e);
+}
+
+/* ---- device and QP attributes ------------------------------------------ */
+
+TEST_F(atomic, attributes)
+{
+	struct ibv_device_attr *a = &self->da->attr;
+	struct rc_opts o = { 0 };
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+
+	EXPECT_EQ(IBV_ATOMIC_HCA, a->atomic_cap);
+	EXPECT_LE(1, a->max_qp_rd_atom);
+	EXPECT_LE(1, a->max_qp_init_rd_atom);
+	EXPECT_LE(a->max_qp_rd_atom, a->max_res_rd_atom);
+	TH_LOG("atomic_cap %d, max_qp_rd_atom %d, max_qp_init_rd_atom %d, "
+	       "max_res_rd_atom %d", a->atomic_cap, a->max_qp_rd_atom,
+	       a->max_qp_init_rd_atom, a->max_res_rd_atom);
+
+	/* The limits are what modify_qp accepts, and query_qp reports. */
+	env_create_rd_atomic(_metadata, self, &self->e, &o,
+			     a->max_qp_init_rd_atom, a->max_qp_rd_atom);
+	ASSERT_EQ(0, ibv_query_qp(self->e.p.a.qp, &qa, IBV_QP_MAX_QP_RD_ATOMIC |
+				  IBV_QP_MAX_DEST_RD_ATOMIC, &ia));
+	EXPECT_EQ(a->max_qp_init_rd_atom, qa.max_rd_atomic);
+	EXPECT_EQ(a->max_qp_rd_atom, qa.max_dest_rd_atomic);
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_state = IBV_QPS_RESET;
+	ASSERT_EQ(0, ibv_modify_qp(self->e.p.b.qp, &qa, IBV_QP_STATE));
+	ASSERT_EQ(0, rc_to_init(&self->e.p.b, AT_QP_ACCESS));
+	rc_rtr_attr(&qa, &self->e.p.b, self->e.p.a.qp->qp_num,
+		    &self->da->gid, 0);
+	qa.max_dest_rd_atomic = a->max_qp_rd_atom + 1;
+	EXPECT_NE(0, ibv_modify_qp(self->e.p.b.qp, &qa, RC_RTR_MASK));
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+TEST_F(atomic, cas_success)
+{
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_CMP_AND_SWP, 0,
+		   0x0123456789abcdefULL, 0x0123456789abcdefULL,
+		   0xfedcba9876543210ULL, 0xfedcba9876543210ULL, 1);
+	/* The last word of the MR, a high bit pattern, swap to 0. */
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_CMP_AND_SWP,
+		   AT_BUF - 8, ~0ULL, ~0ULL, 0, 0, 2);
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_CMP_AND_SWP, 4096,
+		   0, 0, 0x8000000000000001ULL, 0x8000000000000001ULL, 3);
+}
+
+TEST_F(atomic, cas_failure)
+{
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	/* Differs in the lowest bit, in the highest bit, everywhere. */
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_CMP_AND_SWP, 8,
+		   0x1111222233334444ULL, 0x1111222233334445ULL, 7,
+		   0x1111222233334444ULL, 4);
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_CMP_AND_SWP, 16,
+		   0x1111222233334444ULL, 0x9111222233334444ULL, 7,
+		   0x1111222233334444ULL, 5);
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_CMP_AND_SWP, 24,
+		   0, ~0ULL, 7, 0, 6);
+}
+
+TEST_F(atomic, faa_wrap)
+{
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	/* Carries through all 64 bits, and out of them (modulo 2^64). */
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_FETCH_AND_ADD, 0,
+		   0xfffffffffffffff0ULL, 0x20, 0, 0x10, 7);
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_FETCH_AND_ADD, 8,
+		   0x00000000ffffffffULL, 1, 0, 0x0000000100000000ULL, 8);
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_FETCH_AND_ADD, 16,
+		   5, ~0ULL, 0, 4, 9);	/* adding -1 */
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_FETCH_AND_ADD, 24,
+		   0x8000000000000000ULL, 0x8000000000000000ULL, 0, 0, 10);
+	/* Adding 0 is a plain atomic read. */
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_FETCH_AND_ADD, 32,
+		   0x0123456789abcdefULL, 0, 0, 0x0123456789abcdefULL, 11);
+	/* FAA ignores the swap operand. */
+	one_atomic(_metadata, &self->e, IBV_WR_ATOMIC_FETCH_AND_ADD, 40,
+		   100, 23, 0xdeadbeef, 123, 12);
+}
+
+/* ---- many in flight ----------------------------------------------------- */
+
+/*
+ * @n operations on one word of B from one QP, posted at once: FAAs of
+ * random 64-bit values, CASs that succeed and that fail, and 8-byte READs
+ * of the word. A QP executes its requests in order, so every result is
+ * known exactly: each goes to its own slot of A's buffer.
+ */
+static void mixed_in_flight(struct __test_metadata *_metadata,
+			    struct at_env *e, int n, uint32_t seed)
+{
+	const size_t roff = 1024;
+	struct ibv_send_wr *wr, *bad = NULL;
+	struct ibv_sge *sge;
+	struct ibv_wc *wc;
+	uint64_t *want, v = pat64(seed, 9999);
+	int i, got;
+
+	wr = calloc(n, sizeof(*wr));
+	sge = calloc(n, sizeof(*sge));
+	wc = calloc(n, sizeof(*wc));
+	want = calloc(n, sizeof(*want));
+	ASSERT_TRUE(wr && sge && wc && want);
+	memset(e->la.p, 0xee, e->la.size);
+	wr64(e->rb.p + roff, v);
+	for (i = 0; i < n; i++) {
+		uint64_t x = pat64(seed, i);
+
+		want[i] = v;
+		switch (i % 5) {
+		case 0:
+		case 1:
+			env_atomic_wr(e, &wr[i], &sge[i], i,
+				      IBV_WR_ATOMIC_FETCH_AND_ADD, 8 * i, roff,
+				      x, 0);
+			v += x;
+			break;
+		case 2:
+			env_atomic_wr(e, &wr[i], &sge[i], i,
+				      IBV_WR_ATOMIC_CMP_AND_SWP, 8 * i, roff,
+				      v, x);
+			v = x;
+			break;
+		case 3:
+			env_atomic_wr(e, &wr[i], &sge[i], i,
+				      IBV_WR_ATOMIC_CMP_AND_SWP, 8 * i, roff,
+				      v ^ (1ULL << (i % 64)), x);
+			break;
+		default:
+			env_atomic_wr(e, &wr[i], &sge[i], i,
+				      IBV_WR_RDMA_READ, 8 * i, roff, 0, 0);
+			wr[i].wr.rdma.remote_addr =
+				(uintptr_t)e->rb.p + roff;
+			wr[i].wr.rdma.rkey = e->rb.mr->rkey;
+			break;
+		}
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, wr, &bad));
+	got = rc_poll(e->p.a.scq, wc, n, 6 * RC_TIMEOUT_MS);
+	ASSERT_EQ(n, got);
+	for (i = 0; i < n; i++) {
+		enum ibv_wr_opcode op = wr[i].opcode;
+		char what[64];
+
+		snprintf(what, sizeof(what), "op %d of %d (%s)", i, n,
+			 at_op_str(op));
+		check_success(_metadata, &wc[i], i,
+			      op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ :
+			      op == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			      IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD,
+			      e->p.a.qp->qp_num, what);
+		EXPECT_EQ(want[i], rd64(e->la.p + 8 * i)) {
+			TH_LOG("%s: returned %#" PRIx64 ", expected %#" PRIx64,
+			       what, rd64(e->la.p + 8 * i), want[i]);
+		}
+	}
+	EXPECT_EQ(v, rd64(e->rb.p + roff));
+	free(wr);
+	free(sge);
+	free(wc);
+	free(want);
+}
+
+/* More than max_rd_atomic (16 here) outstanding: the rest wait their turn. */
+TEST_F_TIMEOUT(atomic, many_in_flight, 120)
+{
+	struct rc_opts o = {
+		.access = AT_QP_ACCESS, .max_send_wr = 256, .send_cqe = 256,
+	};
+
+	env_create(_metadata, &self->e, self->da, self->db, &o);
+	mixed_in_flight(_metadata, &self->e, 256, 40);
+}
+
+/* max_rd_atomic 1: one READ or ATOMIC at a time, still all of them. */
+TEST_F_TIMEOUT(atomic, one_rd_atomic, 120)
+{
+	struct rc_opts o = { .max_send_wr = 128, .send_cqe = 128 };
+
+	env_create_rd_atomic(_metadata, self, &self->e, &o, 1, 1);
+	mixed_in_flight(_metadata, &self->e, 128, 41);
+}
+
+/*
+ * Two QPs add to the same word of B at the same time: A1's FAAs add 1,
+ * A2's add 2^32, posted together. With two devices the two responders are
+ * on different devices (A1 on dev0 -> B1 on dev1, A2 on dev1 -> B2 on
+ * dev0), each through its own MR over the same memory. The word ends up
+ * exactly n + n * 2^32, and the k-th result of A1 (A2) has k in its low
+ * (high) half: no add was lost, none applied twice.
+ */
+TEST_F_TIMEOUT(atomic, two_qps_same_word, 120)
+{
+	const int n = 200;
+	struct rc_opts o = {
+		.access = AT_QP_ACCESS, .max_send_wr = 256, .send_cqe = 256,
+	};
+	struct at_env *e1 = &self->e, *e2 = &self->e2;
+	struct ibv_send_wr *wr[2], *bad = NULL;
+	struct ibv_sge *sge[2];
+	struct ibv_wc *wc;
+	struct ibv_mr *mr2 = NULL;
+	uint32_t rkey2;
+	int i, k, got[2] = { 0, 0 };
+	double deadline;
+
+	env_create(_metadata, e1, self->da, self->db, &o);
+	/* The second pair in the other direction, to the same memory. */
+	env_create(_metadata, e2, self->db, self->da, &o);
+	if (self->two) {
+		mr2 = ibv_reg_mr(self->da->pd, e1->rb.p, e1->rb.size,
+				 AT_MR_ACCESS);
+		ASSERT_NE(NULL, mr2);
+		rkey2 = mr2->rkey;
+	} else {
+		rkey2 = e1->rb.mr->rkey;
+	}
+	wr64(e1->rb.p, 0);
+	wc = calloc(2 * n, sizeof(*wc));
+	ASSERT_NE(NULL, wc);
+	for (k = 0; k < 2; k++) {
+		struct at_env *e = k ? e2 : e1;
+
+		wr[k] = calloc(n, sizeof(*wr[k]));
+		sge[k] = calloc(n, sizeof(*sge[k]));
+		ASSERT_TRUE(wr[k] && sge[k]);
+		memset(e->la.p, 0xee, 8 * n);
+		for (i = 0; i < n; i++) {
+			atomic_wr(&wr[k][i], &sge[k][i], i,
+				  IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  e->la.p + 8 * i, 8, e->la.mr->lkey,
+				  (uintptr_t)e1->rb.p,
+				  k ? rkey2 : e1->rb.mr->rkey,
+				  k ? 1ULL << 32 : 1, 0);
+			wr[k][i].next = i + 1 < n ? &wr[k][i + 1] : NULL;
+		}
+	}
+	ASSERT_EQ(0, ibv_post_send(e1->p.a.qp, wr[0], &bad));
+	ASSERT_EQ(0, ibv_post_send(e2->p.a.qp, wr[1], &bad));
+
+	deadline = rc_now_ms() + 6.0 * RC_TIMEOUT_MS * rc_cfg.slow;
+	while ((got[0] < n || got[1] < n) && rc_now_ms() < deadline) {
+		for (k = 0; k < 2; k++) {
+			struct at_env *e = k ? e2 : e1;
+			int r = ibv_poll_cq(e->p.a.scq, n - got[k],
+					    wc + k * n + got[k]);
+
+			ASSERT_LE(0, r);
+			got[k] += r;
+		}
+		usleep(100);
+	}
+	ASSERT_EQ(n, got[0]);
+	ASSERT_EQ(n, got[1]);
+	for (k = 0; k < 2; k++) {
+		struct at_env *e = k ? e2 : e1;
+
+		for (i = 0; i < n; i++) {
+			uint64_t r = rd64(e->la.p + 8 * i);
+
+			check_success(_metadata, &wc[k * n + i], i,
+				      IBV_WC_FETCH_ADD, e->p.a.qp->qp_num,
+				      "concurrent FAA");
+			EXPECT_EQ((uint64_t)i,
+				  k ? r >> 32 : r & 0xffffffffULL) {
+				TH_LOG("QP %d, FAA %d returned %#" PRIx64,
+				       k + 1, i, r);
+			}
+		}
+	}
+	EXPECT_EQ((uint64_t)n + ((uint64_t)n << 32), rd64(e1->rb.p));
+	if (mr2)
+		EXPECT_EQ(0, ibv_dereg_mr(mr2));
+	for (k = 0; k < 2; k++) {
+		free(wr[k]);
+		free(sge[k]);
+	}
+	free(wc);
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+/*
+ * A's atomic @wr fails at B: A gets @status, the WR after it is flushed,
+ * both QPs go to the error state, B's posted receive is flushed, and
+ * neither B's memory nor A's result slot changes.
+ */
+static void expect_remote_error(struct __test_metadata *_metadata,
+				FIXTURE_DATA(atomic) *self,
+				struct ibv_send_wr *wr,
+				enum ibv_wc_status status, const char *what)
+{
+	struct at_env *e = &self->e;
+	struct ibv_send_wr next, *bad = NULL;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)e->la.p + 4096, .length = 8,
+		.lkey = e->la.mr->lkey,
+	};
+	uint8_t *limg, *rimg;
+	struct ibv_wc wc;
+
+	rc_fill(e->la.p, e->la.size, 0xa1, 0);
+	rc_fill(e->rb.p, e->rb.size, 0xa2, 0);
+	limg = malloc(e->la.size);
+	rimg = malloc(e->rb.size);
+	ASSERT_NE(NULL, limg);
+	ASSERT_NE(NULL, rimg);
+	memcpy(limg, e->la.p, e->la.size);
+	memcpy(rimg, e->rb.p, e->rb.size);
+
+	ASSERT_EQ(0, rc_post_recv(&e->p.b, 0x77, &e->rb, 8192, 64));
+	memset(&next, 0, sizeof(next));
+	next.wr_id = 0x2;
+	next.sg_list = &sge;
+	next.num_sge = 1;
+	next.opcode = IBV_WR_SEND;
+	next.send_flags = IBV_SEND_SIGNALED;
+	wr->next = &next;
+	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, wr, &bad));
+
+	rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
+		.wr_id = wr->wr_id, .status = status,
+		.qp_num = e->p.a.qp->qp_num,
+	}, what);
+	rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
+		.wr_id = 0x2, .status = IBV_WC_WR_FLUSH_ERR,
+		.qp_num = e->p.a.qp->qp_num,
+	}, "the WR after the failed one");
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.a.qp));
+	ASSERT_EQ(1, rc_poll(e->p.b.rcq, &wc, 1, RC_TIMEOUT_MS)) {
+		TH_LOG("the responder's receive was not flushed");
+	}
+	rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
+		.wr_id = 0x77, .status = IBV_WC_WR_FLUSH_ERR,
+		.qp_num = e->p.b.qp->qp_num,
+	}, "responder's receive");
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.b.qp));
+	EXPECT_SAME_BYTES(e->rb.p, rimg, e->rb.size, "responder memory");
+	EXPECT_SAME_BYTES(e->la.p, limg, e->la.size, "requester memory");
+	free(limg);
+	free(rimg);
+	fresh_pair_works(_metadata, self);
+}
+
+/* An atomic of @op at B's rb + @roff with @rkey fails with @status. */
+static void remote_error_case(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(atomic) *self,
+			      enum ibv_wr_opcode op, uint64_t raddr,
+			      uint32_t rkey, enum ibv_wc_status status,
+			      const char *what)
+{
+	struct at_env *e = &self->e;
+	struct ibv_send_wr wr;
+	struct ibv_sge sge;
+
+	atomic_wr(&wr, &sge, 0x1, op, e->la.p + 64, 8, e->la.mr->lkey, raddr,
+		  rkey, 1, 2);
+	expect_remote_error(_metadata, self, &wr, status, what);
+}
+
+/* IBA 9.4.5: an atomic's address must be 8-byte aligned: Invalid Request. */
+TEST_F(atomic, misaligned)
+{
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	remote_error_case(_metadata, self, IBV_WR_ATOMIC_FETCH_AND_ADD,
+			  (uintptr_t)self->e.rb.p + 4, self->e.rb.mr->rkey,
+			  IBV_WC_REM_INV_REQ_ERR, "FAA at +4");
+}
+
+TEST_F(atomic, misaligned_cas)
+{
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	remote_error_case(_metadata, self, IBV_WR_ATOMIC_CMP_AND_SWP,
+			  (uintptr_t)self->e.rb.p + 4097,
+			  self->e.rb.mr->rkey, IBV_WC_REM_INV_REQ_ERR,
+			  "CAS at +4097");
+}
+
+/* An MR of B without REMOTE_ATOMIC (but every other right). */
+TEST_F(atomic, mr_no_remote_atomic)
+{
+	struct ibv_mr *mr;
+
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	mr = ibv_reg_mr(self->db->pd, self->e.rb.p, self->e.rb.size,
+			RC_ACCESS_ALL);
+	ASSERT_NE(NULL, mr);
+	remote_error_case(_metadata, self, IBV_WR_ATOMIC_FETCH_AND_ADD,
+			  (uintptr_t)self->e.rb.p + 64, mr->rkey,
+			  IBV_WC_REM_ACCESS_ERR, "FAA on an MR without atomics");
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+}
+
+/*
+ * B's QP without REMOTE_ATOMIC: an operation the QP does not support,
+ * Invalid Request (IBA class C responder error).
+ */
+TEST_F(atomic, qp_no_remote_atomic)
+{
+	struct rc_opts o = {
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+
+	env_create(_metadata, &self->e, self->da, self->db, &o);
+	remote_error_case(_metadata, self, IBV_WR_ATOMIC_CMP_AND_SWP,
+			  (uintptr_t)self->e.rb.p + 64, self->e.rb.mr->rkey,
+			  IBV_WC_REM_INV_REQ_ERR,
+			  "CAS on a QP without atomics");
+}
+
+/* Just past the end, and just before the start of the MR. */
+TEST_F(atomic, out_of_bounds_end)
+{
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	remote_error_case(_metadata, self, IBV_WR_ATOMIC_FETCH_AND_ADD,
+			  (uintptr_t)self->e.rb.p + AT_BUF, self->e.rb.mr->rkey,
+			  IBV_WC_REM_ACCESS_ERR, "FAA past the MR");
+}
+
+TEST_F(atomic, out_of_bounds_start)
+{
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	remote_error_case(_metadata, self, IBV_WR_ATOMIC_CMP_AND_SWP,
+			  (uintptr_t)self->e.rb.p - 8, self->e.rb.mr->rkey,
+			  IBV_WC_REM_ACCESS_ERR, "CAS before the MR");
+}
+
+TEST_F(atomic, bad_rkey)
+{
+	uint32_t k;
+
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	k = self->e.rb.mr->rkey ^ 0x5a;
+	while (k == self->e.la.mr->lkey)
+		k ^= 0x100;
+	remote_error_case(_metadata, self, IBV_WR_ATOMIC_FETCH_AND_ADD,
+			  (uintptr_t)self->e.rb.p, k, IBV_WC_REM_ACCESS_ERR,
+			  "FAA with a bad rkey");
+}
+
+/*
+ * B has no responder resources (max_dest_rd_atomic 0): it cannot take a
+ * single READ or ATOMIC: Invalid Request.
+ */
+TEST_F(atomic, no_responder_resources)
+{
+	struct rc_opts o = { 0 };
+
+	env_create_rd_atomic(_metadata, self, &self->e, &o, 1, 0);
+	remote_error_case(_metadata, self, IBV_WR_ATOMIC_FETCH_AND_ADD,
+			  (uintptr_t)self->e.rb.p, self->e.rb.mr->rkey,
+			  IBV_WC_REM_INV_REQ_ERR,
+			  "FAA to a QP with max_dest_rd_atomic 0");
+}
+
+/*
+ * The local result buffer is bad: a wrong lkey, an MR without LOCAL_WRITE,
+ * or not 8 bytes. The WR fails locally; vrdma checks it before sending, so
+ * the remote word is untouched.
+ */
+static void local_error_case(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(atomic) *self, void *local,
+			     uint32_t len, uint32_t lkey,
+			     enum ibv_wc_status status, const char *what)
+{
+	struct at_env *e = &self->e;
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+
+	wr64(e->rb.p, 1000);
+	atomic_wr(&wr, &sge, 0x5, IBV_WR_ATOMIC_FETCH_AND_ADD, local, len,
+		  lkey, (uintptr_t)e->rb.p, e->rb.mr->rkey, 1, 0);
+	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+	ASSERT_EQ(1, rc_poll(e->p.a.scq, &wc, 1, RC_TIMEOUT_MS));
+	if (rc_cfg.is_rxe && wc.status != status) {
+		RC_QUIRK("%s: %s", what, ibv_wc_status_str(wc.status));
+		return;
+	}
+	rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
+		.wr_id = 0x5, .status = status, .qp_num = e->p.a.qp->qp_num,
+	}, what);
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.a.qp));
+	usleep(RC_QUIET_MS * 1000);
+	if (rc_cfg.is_rxe && rd64(e->rb.p) != 1000) {
+		RC_QUIRK("%s: executed the atomic anyway", what);
+		return;
+	}
+	EXPECT_EQ(1000, rd64(e->rb.p));
+}
+
+TEST_F(atomic, bad_lkey)
+{
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	local_error_case(_metadata, self, self->e.la.p,
+			 8, self->e.la.mr->lkey ^ 0x5a, IBV_WC_LOC_PROT_ERR,
+			 "result buffer with a bad lkey");
+	fresh_pair_works(_metadata, self);
+}
+
+TEST_F(atomic, local_read_only)
+{
+	struct ibv_mr *mr;
+
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	mr = ibv_reg_mr(self->da->pd, self->e.la.p, self->e.la.size, 0);
+	ASSERT_NE(NULL, mr);
+	local_error_case(_metadata, self, self->e.la.p, 8, mr->lkey,
+			 IBV_WC_LOC_PROT_ERR,
+			 "result buffer without LOCAL_WRITE");
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+}
+
+TEST_F(atomic, local_length)
+{
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	local_error_case(_metadata, self, self->e.la.p, 16,
+			 self->e.la.mr->lkey, IBV_WC_LOC_LEN_ERR,
+			 "16-byte result buffer");
+}
+
+/* ---- replay: lost answers, duplicates answered from the cache ------------ */
+
+/*
+ * Packets between two devices of one network namespace are delivered inside
+ * the driver, so nothing on the veth can lose them. The replay tests have
+ * their own veth pair with one end in a namespace of its own, a device on
+ * each end, and tc dropping some of the responder's packets on its way
+ * out of that namespace.
+ */
+#define RP_NS		"vrdma_atns"
+#define RP_NETDEV0	"rca0"
+#define RP_NETDEV1	"rca1"
+#define RP_IP0		"10.213.0.1"
+#define RP_IP1		"10.213.0.2"
+#define RP_DEV0		"vrdmaat0"
+#define RP_DEV1		"vrdmaat1"
+
+FIXTURE(replay) {
+	struct rc_dev d0, d1;
+	struct at_env e;
+	int set_up;
+};
+
+static void replay_cleanup(void)
+{
+	rc_sh("{ rdma link delete " RP_DEV0 "; rdma link delete " RP_DEV1 "\n"
+	      "ip netns del " RP_NS "; ip link del " RP_NETDEV0 "\n"
+	      "} >/dev/null 2>&1");
+}
+
+/* Open device @name like rc_dev_open(), with its IPv4 RoCE v2 GID. */
+static void replay_dev_open(struct __test_metadata *_metadata,
+			    struct rc_dev *d, const char *name)
+{
+	double deadline = rc_now_ms() + RC_TIMEOUT_MS;
+
+	memset(d, 0, sizeof(*d));
+	while ((d->gid_idx = rc_find_gid(name)) < 0) {
+		ASSERT_LT(rc_now_ms(), deadline) {
+			TH_LOG("%s has no IPv4 RoCE v2 GID", name);
+		}
+		usleep(100 * 1000);
+	}
+	d->ctx = rc_open_by_name(name);
+	ASSERT_NE(NULL, d->ctx);
+	d->owned = 1;
+	ASSERT_EQ(0, ibv_query_device(d->ctx, &d->attr));
+	ASSERT_EQ(0, ibv_query_port(d->ctx, RC_PORT, &d->port));
+	ASSERT_EQ(0, ibv_query_gid(d->ctx, RC_PORT, d->gid_idx, &d->gid));
+	d->pd = ibv_alloc_pd(d->ctx);
+	ASSERT_NE(NULL, d->pd);
+}
+
+FIXTURE_SETUP(replay)
+{
+	if (rc_cfg.is_rxe)
+		SKIP(return, "rdma_rxe (Linux 6.1) receives RoCEv2 in the "
+		     "initial network namespace only");
+	replay_cleanup();
+	self->set_up = 1;
+	ASSERT_EQ(0, rc_sh("ip -batch - <<EOF\n"
+			   "netns add " RP_NS "\n"
+			   "link add " RP_NETDEV0 " type veth peer name "
+			   RP_NETDEV1 " netns " RP_NS "\n"
+			   "addr add " RP_IP0 "/24 dev " RP_NETDEV0 "\n"
+			   "link set " RP_NETDEV0 " up\n"
+			   "EOF\n"
+			   "ip -n " RP_NS " -batch - <<EOF\n"
+			   "addr add " RP_IP1 "/24 dev " RP_NETDEV1 "\n"
+			   "link set " RP_NETDEV1 " up\n"
+			   "link set lo up\n"
+			   "EOF\n"
+			   "rdma link add " RP_DEV0 " type vrdma netdev "
+			   RP_NETDEV0 " &&\n"
+			   "ip netns exec " RP_NS " rdma link add " RP_DEV1
+			   " type vrdma netdev " RP_NETDEV1)) {
+		TH_LOG("setting up a veth pair across namespaces failed");
+	}
+	replay_dev_open(_metadata, &self->d0, RP_DEV0);
+	replay_dev_open(_metadata, &self->d1, RP_DEV1);
+}
+
+FIXTURE_TEARDOWN(replay)
+{
+	env_destroy(&self->e);
+	rc_dev_close(&self->d1);
+	rc_dev_close(&self->d0);
+	if (self->set_up)
+		replay_cleanup();
+}
+
+/* A counter of @dev, or -1. */
+static long long hw_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/*
+ * Drop one in @one_in of B's responses on their way back to A, at random:
+ * tc u32 on the egress of B's veth end, matching UDP port 4791 and the BTH
+ * opcodes 0x0c..0x13 (READ responses, ACKNOWLEDGE, ATOMIC ACKNOWLEDGE).
+ * The IPv4 header has no options: the BTH opcode is byte 28.
+ */
+static void drop_responses(struct __test_metadata *_metadata, int one_in)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd),
+		 "ip netns exec " RP_NS " tc -batch - <<EOF\n"
+		 "qdisc add dev " RP_NETDEV1 " clsact\n"
+		 "filter add dev " RP_NETDEV1 " egress protocol ip prio 1 u32 "
+		 "match u8 17 0xff at 9 match u16 4791 0xffff at 22 "
+		 "match u8 0x0c 0xfc at 28 "
+		 "action gact ok random netrand drop %d\n"
+		 "filter add dev " RP_NETDEV1 " egress protocol ip prio 2 u32 "
+		 "match u8 17 0xff at 9 match u16 4791 0xffff at 22 "
+		 "match u8 0x10 0xfc at 28 "
+		 "action gact ok random netrand drop %d\n"
+		 "EOF", one_in, one_in);
+	ASSERT_EQ(0, rc_sh(cmd)) {
+		TH_LOG("tc (clsact, cls_u32, act_gact) failed");
+	}
+}
+
+/*
+ * A stream of FAAs, CASs and READs over a link that loses a fifth of B's
+ * answers, with @depth READs/ATOMICs outstanding at most: every answer
+ * must still be exact and every atomic applied exactly once. A lost ATOMIC
+ * ACKNOWLEDGE makes A resend the ATOMIC; B must answer it from its replay
+ * cache (counted in atomic_replayed), never execute it again. Lost READ
+ * responses make A ask again; B executes the READ again.
+ */
+static void replay_case(struct __test_metadata *_metadata,
+			FIXTURE_DATA(replay) *self, int depth)
+{
+	const int n = 96, rlen = 3000;
+	const size_t roff = 0, doff = 4096, loff = 16384;
+	struct rc_opts o = {
+		.access = AT_QP_ACCESS, .max_send_wr = 128, .send_cqe = 128,
+		.timeout = rc_slow_timeout(14), .retry_cnt = 7,
+	};
+	struct at_env *e = &self->e;
+	struct rc_qp *q[2] = { &e->p.a, &e->p.b };
+	struct ibv_send_wr wr[96], *bad = NULL;
+	struct ibv_sge sge[96];
+	struct ibv_wc wc[96];
+	struct ibv_qp_attr a;
+	uint64_t want[96], v = 0x1000;
+	long long rep0, miss0, dup0, rep1, miss1, dup1;
+	int i, got;
+
+	if (!self->set_up)
+		return;		/* skipped in the setup */
+	o.no_connect = 1;
+	env_create(_metadata, e, &self->d0, &self->d1, &o);
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, rc_to_init(q[i], o.access));
+		rc_rtr_attr(&a, q[i], q[1 - i]->qp->qp_num,
+			    &q[1 - i]->dev->gid, q[i]->rq_psn);
+		a.max_dest_rd_atomic = depth;
+		ASSERT_EQ(0, ibv_modify_qp(q[i]->qp, &a, RC_RTR_MASK));
+	}
+	for (i = 0; i < 2; i++) {
+		rc_rts_attr(&a, q[i], q[i]->sq_psn);
+		a.max_rd_atomic = depth;
+		ASSERT_EQ(0, ibv_modify_qp(q[i]->qp, &a, RC_RTS_MASK));
+	}
+
+	rc_fill(e->rb.p + doff, rlen, 77, 0);
+	wr64(e->rb.p + roff, v);
+	memset(e->la.p, 0xee, e->la.size);
+	for (i = 0; i < n; i++) {
+		uint64_t x = pat64(78, i);
+
+		want[i] = v;
+		switch (i % 4) {
+		case 0:
+			env_atomic_wr(e, &wr[i], &sge[i], i,
+				      IBV_WR_ATOMIC_FETCH_AND_ADD, 8 * i, roff,
+				      x, 0);
+			v += x;
+			break;
+		case 1:
+			env_atomic_wr(e, &wr[i], &sge[i], i,
+				      IBV_WR_ATOMIC_CMP_AND_SWP, 8 * i, roff,
+				      v, x);
+			v = x;
+			break;
+		case 2:
+			/*
+			 * A READ of one packet. (Not of the word: a READ
+			 * answered again reads the memory again, after the
+			 * atomics that came later.)
+			 */
+			env_atomic_wr(e, &wr[i], &sge[i], i,
+				      IBV_WR_RDMA_READ, 8 * i, roff, 0, 0);
+			sge[i].addr = (uintptr_t)e->la.p + 8192 + i / 4 * 64;
+			sge[i].length = 64;
+			wr[i].wr.rdma.remote_addr = (uintptr_t)e->rb.p + doff;
+			wr[i].wr.rdma.rkey = e->rb.mr->rkey;
+			break;
+		default:
+			/* A READ of several packets, to its own place. */
+			env_atomic_wr(e, &wr[i], &sge[i], i,
+				      IBV_WR_RDMA_READ, 8 * i, roff, 0, 0);
+			sge[i].addr = (uintptr_t)e->la.p + loff + i / 4 * 3072;
+			sge[i].length = rlen;
+			wr[i].wr.rdma.remote_addr = (uintptr_t)e->rb.p + doff;
+			wr[i].wr.rdma.rkey = e->rb.mr->rkey;
+			break;
+		}
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+
+	rep0 = hw_counter(RP_DEV1, "atomic_replayed");
+	miss0 = hw_counter(RP_DEV1, "atomic_replay_missed");
+	dup0 = hw_counter(RP_DEV1, "duplicate_requests");
+	drop_responses(_metadata, 5);
+	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, wr, &bad));
+	got = rc_poll(e->p.a.scq, wc, n, 12 * RC_TIMEOUT_MS);
+	ASSERT_EQ(n, got);
+	for (i = 0; i < n; i++) {
+		enum ibv_wr_opcode op = wr[i].opcode;
+		char what[64];
+
+		snprintf(what, sizeof(what), "op %d (%s)", i, at_op_str(op));
+		check_success(_metadata, &wc[i], i,
+			      op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ :
+			      op == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			      IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD,
+			      e->p.a.qp->qp_num, what);
+		if (i % 4 == 2) {
+			EXPECT_SAME_BYTES(e->la.p + 8192 + i / 4 * 64,
+					  e->rb.p + doff, 64, what);
+		} else if (i % 4 != 3) {
+			EXPECT_EQ(want[i], rd64(e->la.p + 8 * i)) {
+				TH_LOG("%s: returned %#" PRIx64 ", expected "
+				       "%#" PRIx64, what,
+				       rd64(e->la.p + 8 * i), want[i]);
+			}
+		} else {
+			EXPECT_SAME_BYTES(e->la.p + loff + i / 4 * 3072,
+					  e->rb.p + doff, rlen, what);
+		}
+	}
+	EXPECT_EQ(v, rd64(e->rb.p + roff)) {
+		TH_LOG("the word is %#" PRIx64 ", expected %#" PRIx64
+		       ": an atomic was lost or applied twice",
+		       rd64(e->rb.p + roff), v);
+	}
+
+	rep1 = hw_counter(RP_DEV1, "atomic_replayed");
+	miss1 = hw_counter(RP_DEV1, "atomic_replay_missed");
+	dup1 = hw_counter(RP_DEV1, "duplicate_requests");
+	TH_LOG("duplicate requests %lld, atomics answered from the cache "
+	       "%lld, not found %lld", dup1 - dup0, rep1 - rep0,
+	       miss1 - miss0);
+	EXPECT_LT(0, rep1 - rep0) {
+		TH_LOG("no atomic answer was lost and replayed");
+	}
+	EXPECT_EQ(0, miss1 - miss0);
+}
+
+TEST_F_TIMEOUT(replay, depth_16, 240)
+{
+	replay_case(_metadata, self, 16);
+}
+
+/* The smallest cache: one entry, one READ/ATOMIC outstanding at a time. */
+TEST_F_TIMEOUT(replay, depth_1, 240)
+{
+	replay_case(_metadata, self, 1);
+}
+
+int main(int argc, char **argv)
+{
+	return rc_suite_main(argc, argv);
+}

@@ -4,7 +4,8 @@
 # The standard RC tools over the device: ibv_rc_pingpong --chk on one
 # device (server and client on the same device, loopback through its own
 # IPv4 GID) and between two devices on the ends of a veth pair, then
-# perftest's ib_{send,write,read}_{bw,lat} -a between the two devices.
+# perftest's ib_{send,write,read}_{bw,lat} -a and ib_atomic_{bw,lat} (both
+# atomic types) between the two devices.
 # Every run must exit 0 on both sides within its timeout.
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, to validate the test).
@@ -15,6 +16,7 @@ N0=rtt0 N1=rtt1
 IP0=10.212.0.1 IP1=10.212.0.2
 PINGPONG_ITERS=${RC_TOOLS_PINGPONG_ITERS:-50}
 PERF_ITERS=${RC_TOOLS_PERF_ITERS:-5}
+ATOMIC_ITERS=${RC_TOOLS_ATOMIC_ITERS:-200}
 SERVER_TIMEOUT=240
 CLIENT_TIMEOUT=200
 
@@ -231,6 +233,19 @@ for t in ${RC_TOOLS_PERF:-ib_send_bw ib_write_bw ib_read_bw ib_send_lat ib_write
 	run_pair "$t -a $D1 <- $D0" "$PERF_OK" \
 		"$t" -d "$D1" -x "$G1" "${opts[@]}" -- \
 		"$t" -d "$D0" -x "$G0" "${opts[@]}"
+done
+
+# perftest's atomics: 8 bytes each, as many in flight as the device allows
+# (max_qp_rd_atom), on one word of the server.
+ATOMIC_OK='^[[:space:]]*8[[:space:]]+[0-9]+'
+for a in ${RC_TOOLS_ATOMIC:-FETCH_AND_ADD CMP_AND_SWAP}; do
+	for t in ib_atomic_bw ib_atomic_lat; do
+		opts=(-A "$a" -n "$ATOMIC_ITERS" -F)
+		case $t in *_lat) opts+=(-C) ;; esac
+		run_pair "$t -A $a $D1 <- $D0" "$ATOMIC_OK" \
+			"$t" -d "$D1" -x "$G1" "${opts[@]}" -- \
+			"$t" -d "$D0" -x "$G0" "${opts[@]}"
+	done
 done
 
 finish

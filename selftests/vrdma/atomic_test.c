@@ -870,8 +870,8 @@ TEST_F(atomic, atomic_write_unsupported)
 #define RP_NS		"vrdma_atns"
 #define RP_NETDEV0	"rca0"
 #define RP_NETDEV1	"rca1"
-#define RP_IP0		"10.213.0.1"
-#define RP_IP1		"10.213.0.2"
+#define RP_IP0		"10.214.0.1"
+#define RP_IP1		"10.214.0.2"
 #define RP_DEV0		"vrdmaat0"
 #define RP_DEV1		"vrdmaat1"
 

@@ -17,7 +17,7 @@
 # ICRC, every RC request answered; packets counted per opcode) and, if
 # tshark is installed, that Wireshark dissects every one as InfiniBand.
 #
-# A row whose feature vrdma does not have (atomics, UD, UC) is skipped with
+# A row whose feature vrdma does not have (UD, UC) is skipped with
 # the reason vrdma gave.  Output is TAP.  make check-long runs it.
 #
 #   selftests/vrdma/interop.sh          # on the host: the whole test

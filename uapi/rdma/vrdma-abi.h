@@ -83,12 +83,19 @@ enum vrdma_send_flags {
  * @opcode: enum ib_uverbs_wr_opcode (the values of enum ibv_wr_opcode)
  * @num_sge: entries of @sge in use (not with VRDMA_SEND_INLINE)
  * @flags: enum vrdma_send_flags
- * @ex: immediate data (big endian) or the rkey to invalidate
+ * @ex: immediate data (big endian), or the rkey to invalidate (LOCAL_INV,
+ *	SEND_WITH_INV)
  * @inline_len: bytes of @inline_data (with VRDMA_SEND_INLINE)
  * @reserved: must be zero
  * @rdma: RDMA WRITE/READ target
  * @atomic: atomic operation target and operands
  * @ud: UD destination; @ud.ah is the handle create_ah returned
+ * @bind: BIND_MW: the memory window whose rkey has the index (the upper 24
+ *	bits) of @bind.mw_rkey is bound to [@bind.addr, @bind.addr +
+ *	@bind.length) of the MR @bind.mr_lkey with the rights @bind.access
+ *	(enum ib_uverbs_access_flags, the values of enum ibv_access_flags),
+ *	and its rkey becomes @bind.new_rkey; @bind.length 0 unbinds a type 1
+ *	window
  * @sge: the gather list; with VRDMA_SEND_INLINE the inline data bytes
  *	occupy this space instead
  *
@@ -126,6 +133,14 @@ struct vrdma_send_wqe {
 			__u32 remote_qkey;
 			__u32 reserved;
 		} ud;
+		struct {
+			__u32 mw_rkey;
+			__u32 new_rkey;
+			__aligned_u64 addr;
+			__aligned_u64 length;
+			__u32 mr_lkey;
+			__u32 access;
+		} bind;
 		__u8 pad[40];
 	};
 	struct vrdma_sge sge[];

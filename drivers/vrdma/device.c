@@ -31,13 +31,16 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_SYS_IMAGE_GUID |
-				 IB_DEVICE_CHANGE_PHY_PORT;
+				 IB_DEVICE_CHANGE_PHY_PORT |
+				 IB_DEVICE_MEM_WINDOW |
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->max_send_sge = VRDMA_MAX_SGE;
 	attr->max_recv_sge = VRDMA_MAX_SGE;
 	attr->max_sge_rd = VRDMA_MAX_SGE;
 	attr->max_cq = VRDMA_MAX_CQ;
 	attr->max_cqe = VRDMA_MAX_CQE - 1;
 	attr->max_mr = VRDMA_MAX_MR;
+	attr->max_mw = VRDMA_MAX_MW;
 	attr->max_pd = VRDMA_MAX_PD;
 	/*
 	 * READs and ATOMICs: a responder resource (max_dest_rd_atomic) is a
@@ -93,6 +96,7 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&vdev->qp_xa);
 	xa_destroy(&vdev->mr_xa);
 	kvfree(vdev->mr_key_byte);
+	vrdma_mw_dev_fini(vdev);
 	netdev_put(vdev->ndev, &vdev->ndev_tracker);
 }
 
@@ -101,11 +105,13 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = VRDMA_UVERBS_ABI_VERSION,
 
+	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
 	.alloc_ucontext = vrdma_alloc_ucontext,
 	.create_cq = vrdma_create_cq,
 	.create_qp = vrdma_create_qp,
 	.dealloc_driver = vrdma_dealloc_driver,
+	.dealloc_mw = vrdma_dealloc_mw,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dealloc_ucontext = vrdma_dealloc_ucontext,
 	.dereg_mr = vrdma_dereg_mr,
@@ -127,9 +133,11 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.query_qp = vrdma_query_qp,
 	.reg_user_mr = vrdma_reg_user_mr,
 	.req_notify_cq = vrdma_req_notify_cq,
+	.rereg_user_mr = vrdma_rereg_user_mr,
 	.resize_cq = vrdma_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrdma_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, vrdma_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, vrdma_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, vrdma_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrdma_ucontext, ibuc),
@@ -160,7 +168,8 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&vdev->qp_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
 	vdev->mr_key_byte = kvzalloc(VRDMA_MAX_MR + 1, GFP_KERNEL);
-	if (!vdev->mr_key_byte) {
+	ret = vrdma_mw_dev_init(vdev);
+	if (!vdev->mr_key_byte || ret) {
 		ret = -ENOMEM;
 		goto err_dealloc;
 	}

@@ -12,7 +12,14 @@
  * A key only opens memory if all of these hold, checked on every access:
  * the MR exists, the key byte matches, the MR belongs to the QP's PD, the
  * MR grants the access (LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE,
- * REMOTE_ATOMIC), and the whole range lies inside the region.
+ * REMOTE_ATOMIC), and the whole range lies inside the region.  An rkey may
+ * also name a memory window (mw.c), which opens part of an MR with rights
+ * of its own: vrdma_rkey_get() resolves both kinds.
+ *
+ * Reregistering (ibv_rereg_mr) changes the PD or the rights in place,
+ * keeping the keys; a new translation (address range) is a new MR with new
+ * keys, which ib_core puts in the place of the old one before it
+ * deregisters that.
  */
 #include <linux/highmem.h>
 #include <linux/overflow.h>
@@ -71,22 +78,20 @@ static int vrdma_mr_map_umem(struct vrdma_mr *mr)
 	return 0;
 }
 
-/**
- * vrdma_reg_user_mr() - register process memory
- * @ibpd: the PD the MR will belong to
- * @start: process virtual address of the buffer
- * @length: bytes
- * @iova: the address peers and WQEs use for @start (usually @start)
- * @access: IB_ACCESS_* flags
- * @udata: no driver data
- *
- * Return: the MR, or ERR_PTR: -EINVAL for a zero, overflowing or too large
- * range or remote write/atomic without local write, -EOPNOTSUPP for access
- * flags we do not implement, -ENOMEM past max_mr or when pinning is refused
- * by RLIMIT_MEMLOCK, or the error of ib_umem_get().
- */
-struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata)
+/* Rights a user MR may have: -EOPNOTSUPP or -EINVAL as reg_user_mr. */
+static int vrdma_mr_access_ok(int access)
+{
+	if (access & ~VRDMA_MR_ACCESS)
+		return -EOPNOTSUPP;
+	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IB_ACCESS_LOCAL_WRITE))
+		return -EINVAL;
+	return 0;
+}
+
+/* Pin, map and key a user MR: reg_user_mr, and rereg with a translation. */
+static struct vrdma_mr *vrdma_mr_create_user(struct ib_pd *ibpd, u64 start,
+					     u64 length, u64 iova, int access)
 {
 	struct vrdma_dev *vdev = to_vdev(ibpd->device);
 	struct vrdma_mr *mr;
@@ -97,11 +102,9 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	    check_add_overflow(start, length, &end) ||
 	    check_add_overflow(iova, length, &end))
 		return ERR_PTR(-EINVAL);
-	if (access & ~VRDMA_MR_ACCESS)
-		return ERR_PTR(-EOPNOTSUPP);
-	if ((access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IB_ACCESS_LOCAL_WRITE))
-		return ERR_PTR(-EINVAL);
+	ret = vrdma_mr_access_ok(access);
+	if (ret)
+		return ERR_PTR(ret);
 
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
@@ -125,7 +128,7 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	ret = vrdma_mr_alloc_key(vdev, mr);
 	if (ret)
 		goto err_release;
-	return &mr->ibmr;
+	return mr;
 
 err_release:
 	kvfree(mr->pages);
@@ -133,6 +136,86 @@ err_release:
 err_free:
 	kfree(mr);
 	return ERR_PTR(ret);
+}
+
+/**
+ * vrdma_reg_user_mr() - register process memory
+ * @ibpd: the PD the MR will belong to
+ * @start: process virtual address of the buffer
+ * @length: bytes
+ * @iova: the address peers and WQEs use for @start (usually @start)
+ * @access: IB_ACCESS_* flags
+ * @udata: no driver data
+ *
+ * Return: the MR, or ERR_PTR: -EINVAL for a zero, overflowing or too large
+ * range or remote write/atomic without local write, -EOPNOTSUPP for access
+ * flags we do not implement, -ENOMEM past max_mr or when pinning is refused
+ * by RLIMIT_MEMLOCK, or the error of ib_umem_get().
+ */
+struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct vrdma_mr *mr;
+
+	mr = vrdma_mr_create_user(ibpd, start, length, iova, access);
+	return IS_ERR(mr) ? ERR_CAST(mr) : &mr->ibmr;
+}
+
+/**
+ * vrdma_rereg_user_mr() - change an MR's translation, PD or rights
+ * @ibmr: the MR
+ * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
+ * @start: with IB_MR_REREG_TRANS: the new process address
+ * @length: with IB_MR_REREG_TRANS: the new length
+ * @iova: with IB_MR_REREG_TRANS: the new I/O virtual address
+ * @access: with IB_MR_REREG_ACCESS: the new rights
+ * @ibpd: the PD it will belong to (its own without IB_MR_REREG_PD)
+ * @udata: no driver data
+ *
+ * A new PD or new rights take effect in place, and the keys stay: a
+ * request checked before goes on with what it was checked against.  A new
+ * translation is a new MR with new keys (the old one's pages may be in use
+ * right now); ib_core swaps it in and deregisters the old one, which waits
+ * for its users as dereg always does.  An MR with memory windows bound to
+ * it keeps everything.
+ *
+ * Return: NULL (changed in place), the new MR, or ERR_PTR: -EBUSY while
+ * windows are bound, -EOPNOTSUPP for unknown flags or rights, -EINVAL as
+ * reg_user_mr, and for a DMA MR.
+ */
+struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct vrdma_mr *mr = to_vmr(ibmr), *new;
+	int ret;
+
+	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
+		return ERR_PTR(-EOPNOTSUPP);
+	if (mr->dma)
+		return ERR_PTR(-EINVAL);
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	ret = vrdma_mr_access_ok(access);
+	if (ret)
+		return ERR_PTR(ret);
+	/* No window may be bound, nor get bound while this runs. */
+	if (atomic_cmpxchg(&mr->num_mw, 0, -1))
+		return ERR_PTR(-EBUSY);
+
+	if (flags & IB_MR_REREG_TRANS) {
+		new = vrdma_mr_create_user(ibpd, start, length, iova, access);
+		if (IS_ERR(new)) {
+			atomic_set(&mr->num_mw, 0);
+			return ERR_CAST(new);
+		}
+		/* The old MR stays unbindable until its dereg, next. */
+		return &new->ibmr;
+	}
+	WRITE_ONCE(mr->pd, to_vpd(ibpd));
+	WRITE_ONCE(mr->access, access);
+	atomic_set_release(&mr->num_mw, 0);
+	return NULL;
 }
 
 /**
@@ -175,15 +258,20 @@ struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access)
  * @udata: no driver data
  *
  * The key stops working at once; a packet or WQE that is using the memory
- * right now finishes first, and only then are the pages unpinned.
+ * right now finishes first, and only then are the pages unpinned.  An MR
+ * with memory windows bound to it stays (as in rxe): deallocate or
+ * invalidate them first.
  *
- * Return: 0
+ * Return: 0, or -EBUSY while memory windows are bound to it.
  */
 int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct vrdma_dev *vdev = to_vdev(ibmr->device);
 	struct vrdma_mr *mr = to_vmr(ibmr);
 
+	/* -1: no bind takes it from now on (or a rereg took it already). */
+	if (atomic_cmpxchg(&mr->num_mw, 0, -1) > 0)
+		return -EBUSY;
 	xa_erase(&vdev->mr_xa, VRDMA_KEY_INDEX(mr->ibmr.lkey));
 	vrdma_mr_put(mr);
 	wait_for_completion(&mr->done);
@@ -239,13 +327,51 @@ int vrdma_mr_check(struct vrdma_mr *mr, struct vrdma_pd *pd, u32 key,
 {
 	u64 end;
 
-	if (mr->pd != pd || (mr->access & access) != access)
+	/* rereg may change both in place: each is read once. */
+	if (READ_ONCE(mr->pd) != pd ||
+	    (READ_ONCE(mr->access) & access) != access)
 		return -EACCES;
 	if (mr->dma || !length)
 		return 0;
 	if (iova < mr->iova || check_add_overflow(iova, length, &end) ||
 	    end > mr->iova + mr->length)
 		return -ERANGE;
+	return 0;
+}
+
+/**
+ * vrdma_rkey_get() - the memory an rkey of a request opens
+ * @qp: the responder's QP, mutex held
+ * @rkey: from the packet (untrusted): an MR's or a memory window's
+ * @va: first address
+ * @length: bytes, not 0
+ * @access: IB_ACCESS_REMOTE_* rights needed
+ * @mrp: set to the MR whose memory @va is, referenced (vrdma_mr_put())
+ *
+ * An MR's rkey opens its region if the MR is in @qp's PD and grants
+ * @access; a window's rkey opens the window (vrdma_mw_rkey_get()).  Either
+ * way the caller then reaches @va through the MR.
+ *
+ * Return: 0, -EACCES (no such key, another PD or QP, missing rights) or
+ * -ERANGE (not inside the region or window).
+ */
+int vrdma_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
+		   int access, struct vrdma_mr **mrp)
+{
+	struct vrdma_mr *mr;
+	int ret;
+
+	if (VRDMA_KEY_IS_MW(rkey))
+		return vrdma_mw_rkey_get(qp, rkey, va, length, access, mrp);
+	mr = vrdma_mr_get(qp->vdev, rkey);
+	if (!mr)
+		return -EACCES;
+	ret = vrdma_mr_check(mr, qp->pd, rkey, va, length, access);
+	if (ret) {
+		vrdma_mr_put(mr);
+		return ret;
+	}
+	*mrp = mr;
 	return 0;
 }
 

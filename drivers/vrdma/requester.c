@@ -17,6 +17,9 @@
  * ATOMICs use a responder resource at the peer while they are outstanding,
  * so at most max_rd_atomic of them are; the next one waits for the oldest
  * to complete.
+ *
+ * Local operations (BIND_MW, LOCAL_INV: mw.c) send nothing: they run when
+ * the requester reaches them, in SQ order, and complete in order too.
  */
 #include "vrdma.h"
 #include "pkt.h"
@@ -129,6 +132,13 @@ void vrdma_flush_sq(struct vrdma_qp *qp)
 	qp->req.rd_atomic = 0;
 }
 
+/* BIND_MW and LOCAL_INV: executed here, nothing is sent. */
+static bool vrdma_wqe_local(const struct vrdma_send_wqe *wqe)
+{
+	return wqe->opcode == IB_UVERBS_WR_BIND_MW ||
+	       wqe->opcode == IB_UVERBS_WR_LOCAL_INV;
+}
+
 /*
  * Check a WQE copied out of the ring.  Returns IB_WC_SUCCESS or the status
  * the WQE will complete with; its length is set either way.
@@ -144,6 +154,7 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	switch (wqe->opcode) {
 	case IB_UVERBS_WR_SEND:
 	case IB_UVERBS_WR_SEND_WITH_IMM:
+	case IB_UVERBS_WR_SEND_WITH_INV:
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 		break;
@@ -154,12 +165,18 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 			return IB_WC_LOC_QP_OP_ERR;
 		access = IB_ACCESS_LOCAL_WRITE;
 		break;
+	case IB_UVERBS_WR_LOCAL_INV:
+	case IB_UVERBS_WR_BIND_MW:
+		break;
 	default:
 		return IB_WC_LOC_QP_OP_ERR;
 	}
 	if (wqe->flags & ~(VRDMA_SEND_FENCE | VRDMA_SEND_SIGNALED |
 			   VRDMA_SEND_SOLICITED | VRDMA_SEND_INLINE))
 		return IB_WC_LOC_QP_OP_ERR;
+	/* No data: checked when they run (they depend on the WQEs before). */
+	if (vrdma_wqe_local(wqe))
+		return IB_WC_SUCCESS;
 
 	if (wqe->flags & VRDMA_SEND_INLINE) {
 		if (wqe->inline_len > qp->max_inline)
@@ -227,6 +244,12 @@ static u8 vrdma_req_opcode(struct vrdma_send_wqe *wqe, bool first, bool last)
 			return last ? IB_OPCODE_RC_SEND_ONLY_WITH_IMMEDIATE :
 				      IB_OPCODE_RC_SEND_FIRST;
 		return last ? IB_OPCODE_RC_SEND_LAST_WITH_IMMEDIATE :
+			      IB_OPCODE_RC_SEND_MIDDLE;
+	case IB_UVERBS_WR_SEND_WITH_INV:
+		if (first)
+			return last ? IB_OPCODE_RC_SEND_ONLY_WITH_INVALIDATE :
+				      IB_OPCODE_RC_SEND_FIRST;
+		return last ? IB_OPCODE_RC_SEND_LAST_WITH_INVALIDATE :
 			      IB_OPCODE_RC_SEND_MIDDLE;
 	case IB_UVERBS_WR_RDMA_WRITE:
 		if (first)
@@ -309,6 +332,11 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		struct vrdma_immdt *immdt = vrdma_ext(skb, VRDMA_OPF_IMMDT);
 
 		immdt->imm = wqe->ex.imm_data;
+	}
+	if (pkt->mask & VRDMA_OPF_IETH) {
+		struct vrdma_ieth *ieth = vrdma_ext(skb, VRDMA_OPF_IETH);
+
+		ieth->rkey = cpu_to_be32(wqe->ex.invalidate_rkey);
 	}
 	if (paylen) {
 		if (wqe->flags & VRDMA_SEND_INLINE) {
@@ -422,6 +450,43 @@ static bool vrdma_rd_atomic_room(struct vrdma_qp *qp)
 	return qp->req.rd_atomic < max_t(u32, qp->attr.max_rd_atomic, 1);
 }
 
+/*
+ * Run the local operation @swqe, at req.cur.  It takes the PSN of the last
+ * request before it as its own and consumes none: the ACK of that request
+ * completes it, in order, after the requests before it
+ * (vrdma_ack_up_to()); with nothing outstanding it completes at once.  A
+ * failed one completes, with its error, once it is the oldest, and the QP
+ * goes to error.  After a rewind the requester passes it again: it runs
+ * once.  Returns false when the requester must stop.
+ */
+static bool vrdma_exec_local(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
+{
+	struct vrdma_send_wqe *wqe = swqe->wqe;
+	u32 idx = qp->req.cur;
+
+	if (swqe->state == VRDMA_SWQE_NEW) {
+		if (wqe->opcode == IB_UVERBS_WR_BIND_MW)
+			swqe->status = vrdma_mw_bind(qp, wqe);
+		else if (vrdma_mw_invalidate(qp, wqe->ex.invalidate_rkey,
+					     false))
+			swqe->status = IB_WC_LOC_QP_OP_ERR;
+		swqe->first_psn = vrdma_psn_add(qp->req.psn, -1);
+		swqe->last_psn = swqe->first_psn;
+		swqe->state = VRDMA_SWQE_SENT;
+	}
+	if (swqe->status != IB_WC_SUCCESS) {
+		if (qp->sq.kidx != idx)
+			return false;
+		qp->req.cur++;
+		vrdma_complete_swqe(qp, swqe, swqe->status);
+		return false;
+	}
+	qp->req.cur++;
+	if (qp->sq.kidx == idx)
+		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
+	return true;
+}
+
 /**
  * vrdma_requester() - send what the SQ holds, within the window
  * @qp: the QP, mutex held
@@ -463,6 +528,11 @@ void vrdma_requester(struct vrdma_qp *qp)
 			if (vrdma_wqe_rd_atomic(swqe->wqe) &&
 			    !vrdma_rd_atomic_room(qp))
 				break;
+		}
+		if (vrdma_wqe_local(swqe->wqe)) {
+			if (!vrdma_exec_local(qp, swqe))
+				break;
+			continue;
 		}
 		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >= VRDMA_WINDOW)
 			break;

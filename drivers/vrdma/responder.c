@@ -8,9 +8,12 @@
  * and the lengths; then it executes it:
  *
  *   SEND        payload goes into the buffers of the next receive WQE;
- *               the last packet writes a receive CQE
+ *               the last packet writes a receive CQE (SEND with
+ *               invalidate: after unbinding the memory window its IETH
+ *               names)
  *   RDMA WRITE  the RETH's rkey, address and length must be granted by an
- *               MR of the QP's PD; payload goes there
+ *               MR of the QP's PD, or a memory window (vrdma_rkey_get());
+ *               payload goes there
  *   RDMA READ   the same check, then response packets carry the data back
  *   ATOMIC      the same check for 8 aligned bytes, then compare-and-swap
  *               or fetch-and-add; an ATOMIC ACKNOWLEDGE carries the
@@ -200,6 +203,12 @@ static void vrdma_complete_rwqe(struct vrdma_qp *qp, struct sk_buff *skb,
 		cqe.ex.imm_data = immdt->imm;
 		cqe.wc_flags |= VRDMA_WC_WITH_IMM;
 	}
+	if (status == IB_WC_SUCCESS && (pkt->mask & VRDMA_OPF_IETH)) {
+		struct vrdma_ieth *ieth = vrdma_ext(skb, VRDMA_OPF_IETH);
+
+		cqe.ex.invalidate_rkey = be32_to_cpu(ieth->rkey);
+		cqe.wc_flags |= VRDMA_WC_WITH_INV;
+	}
 	qp->rwqe.valid = false;
 	if (vrdma_cq_post(qp->rcq, &cqe, pkt->se))
 		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
@@ -264,8 +273,13 @@ static bool vrdma_length_ok(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
 	return pkt->paylen == qp->mtu;
 }
 
-/* A SEND packet: place it into the receive WQE. */
-static void vrdma_exec_send(struct vrdma_qp *qp, struct sk_buff *skb)
+/*
+ * A SEND packet: place it into the receive WQE.  Returns false if the
+ * message must still be acknowledged, and then the QP put in error: the
+ * rkey of a SEND with invalidate was not one this QP may invalidate (IBA
+ * class J: the data was placed, the receive WQE completes with an error).
+ */
+static bool vrdma_exec_send(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 	struct vrdma_rwqe *rw = &qp->rwqe;
@@ -275,7 +289,7 @@ static void vrdma_exec_send(struct vrdma_qp *qp, struct sk_buff *skb)
 		/* Receive buffer too small. */
 		vrdma_complete_rwqe(qp, skb, IB_WC_LOC_LEN_ERR, 0);
 		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ, 0);
-		return;
+		return true;
 	}
 	ret = vrdma_sgl_copy_from_skb(qp->vdev, qp->pd, rw->wqe->sge,
 				      rw->wqe->num_sge, rw->offset, skb,
@@ -283,11 +297,22 @@ static void vrdma_exec_send(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (ret) {
 		vrdma_complete_rwqe(qp, skb, IB_WC_LOC_PROT_ERR, 0);
 		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_OP_ERR, 0);
-		return;
+		return true;
 	}
 	rw->offset += pkt->paylen;
-	if (pkt->mask & VRDMA_OPF_LAST)
-		vrdma_complete_rwqe(qp, skb, IB_WC_SUCCESS, rw->offset);
+	if (!(pkt->mask & VRDMA_OPF_LAST))
+		return true;
+	if (pkt->mask & VRDMA_OPF_IETH) {
+		struct vrdma_ieth *ieth = vrdma_ext(skb, VRDMA_OPF_IETH);
+
+		if (vrdma_mw_invalidate(qp, be32_to_cpu(ieth->rkey), true)) {
+			vrdma_complete_rwqe(qp, skb, IB_WC_REM_INV_REQ_ERR,
+					    rw->offset);
+			return false;
+		}
+	}
+	vrdma_complete_rwqe(qp, skb, IB_WC_SUCCESS, rw->offset);
+	return true;
 }
 
 /* An RDMA WRITE packet: the first one carries the RETH to check. */
@@ -321,14 +346,11 @@ static void vrdma_exec_write(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 	/* Zero-length writes touch no memory and need no valid rkey. */
 	if (resp->length) {
-		mr = vrdma_mr_get(qp->vdev, resp->rkey);
-		ret = mr ? vrdma_mr_check(mr, qp->pd, resp->rkey, resp->va,
-					  (pkt->mask & VRDMA_OPF_FIRST) ?
-					  resp->resid : pkt->paylen,
-					  IB_ACCESS_REMOTE_WRITE) : -EACCES;
+		ret = vrdma_rkey_get(qp, resp->rkey, resp->va,
+				     (pkt->mask & VRDMA_OPF_FIRST) ?
+				     resp->resid : pkt->paylen,
+				     IB_ACCESS_REMOTE_WRITE, &mr);
 		if (ret) {
-			if (mr)
-				vrdma_mr_put(mr);
 			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
 					 IB_EVENT_QP_ACCESS_ERR);
 			return;
@@ -367,11 +389,11 @@ static void vrdma_exec_read(struct vrdma_qp *qp, struct sk_buff *skb)
 		return;
 	}
 	if (len) {
-		struct vrdma_mr *mr = vrdma_mr_get(qp->vdev, rkey);
-		int ret = mr ? vrdma_mr_check(mr, qp->pd, rkey, va, len,
-					      IB_ACCESS_REMOTE_READ) : -EACCES;
+		struct vrdma_mr *mr;
+		int ret = vrdma_rkey_get(qp, rkey, va, len,
+					 IB_ACCESS_REMOTE_READ, &mr);
 
-		if (mr)
+		if (!ret)
 			vrdma_mr_put(mr);
 		if (ret) {
 			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
@@ -507,17 +529,15 @@ bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
 		if (!skb)
 			return true;
 		if (paylen) {
-			mr = vrdma_mr_get(qp->vdev, resp->read_rkey);
-			ret = mr ? vrdma_mr_check(mr, qp->pd, resp->read_rkey,
-						  resp->read_va, paylen,
-						  IB_ACCESS_REMOTE_READ) :
-				   -EACCES;
-			if (!ret)
+			ret = vrdma_rkey_get(qp, resp->read_rkey,
+					     resp->read_va, paylen,
+					     IB_ACCESS_REMOTE_READ, &mr);
+			if (!ret) {
 				ret = vrdma_mr_copy(mr, resp->read_va,
 						    vrdma_payload(skb), paylen,
 						    false);
-			if (mr)
 				vrdma_mr_put(mr);
+			}
 		}
 		if (ret) {
 			kfree_skb(skb);
@@ -608,6 +628,7 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 	struct vrdma_resp *resp = &qp->resp;
+	bool inv_failed = false;
 	int diff;
 
 	if ((qp->state != IB_QPS_RTR && qp->state != IB_QPS_RTS &&
@@ -688,7 +709,7 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 
 	if (pkt->mask & VRDMA_OPF_SEND)
-		vrdma_exec_send(qp, skb);
+		inv_failed = !vrdma_exec_send(qp, skb);
 	else if (pkt->mask & VRDMA_OPF_WRITE)
 		vrdma_exec_write(qp, skb);
 	else if (pkt->mask & VRDMA_OPF_ATOMIC)
@@ -714,9 +735,11 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	resp->psn = vrdma_psn_add(resp->psn, 1);
 	if (pkt->mask & VRDMA_OPF_LAST)
 		resp->msn++;
-	if (pkt->ack_req)
+	if (pkt->ack_req || inv_failed)
 		vrdma_send_ack(qp, pkt->psn,
 			       VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT);
+	if (inv_failed)
+		vrdma_qp_error(qp, 0);
 out:
 	consume_skb(skb);
 }

@@ -12,6 +12,7 @@
  *   ucontext.c  a process's context and the mmap of shared memory into it
  *   pd.c        protection domains
  *   mr.c        memory regions: pinning, keys, and every access to MR memory
+ *   mw.c        memory windows: binding, invalidation, their rkeys
  *   queue.c     the shared rings (SQ, RQ, SRQ, CQ) and their index checks
  *   cq.c        completion queues: writing CQEs, notification
  *   qp.c        queue pairs: creation, the state machine, the QP's task
@@ -69,6 +70,7 @@ static_assert(sizeof(struct vrdma_create_qp_resp) == 56);
 #define VRDMA_MAX_CQ		16384
 #define VRDMA_MAX_CQE		65536
 #define VRDMA_MAX_MR		65536
+#define VRDMA_MAX_MW		65536
 #define VRDMA_MAX_PD		65536
 #define VRDMA_MAX_SRQ		4096
 #define VRDMA_MAX_SRQ_WR	16384
@@ -85,9 +87,16 @@ static_assert(sizeof(struct vrdma_create_qp_resp) == 56);
 #define VRDMA_MIN_QPN		2
 #define VRDMA_MAX_QPN		0xffffff
 
-/* A key is an MR index (24 bits) and a key byte that changes on reuse. */
+/*
+ * A key is a table index (24 bits) and a key byte that changes on reuse.
+ * MRs and memory windows have tables of their own: an MW's index is
+ * VRDMA_MW_INDEX_BASE plus its slot, so a key says by itself which table
+ * it names, and an MW's key never opens an MR nor serves as an lkey.
+ */
 #define VRDMA_KEY_INDEX(key)	((key) >> 8)
 #define VRDMA_KEY_BYTE(key)	((key) & 0xff)
+#define VRDMA_MW_INDEX_BASE	0x800000
+#define VRDMA_KEY_IS_MW(key)	(VRDMA_KEY_INDEX(key) >= VRDMA_MW_INDEX_BASE)
 
 /*
  * Per-device counters, shown by "rdma statistic show link vrdma0/1"
@@ -133,6 +142,10 @@ enum vrdma_counter {
  * @mr_key_byte: last key byte used for each index, so a reused index gets
  *	a different key and stale keys are refused
  * @mr_next: where the cyclic search for a free MR index resumes
+ * @mw_xa: MW slot (index - VRDMA_MW_INDEX_BASE) -> struct vrdma_mw; its
+ *	xa_lock also guards every window's binding (mw.c)
+ * @mw_key_byte: as @mr_key_byte, per MW slot
+ * @mw_next: where the cyclic search for a free MW slot resumes
  * @qp_next: where the cyclic search for a free QPN resumes
  * @net: the tunnel sockets of the netdev's namespace (net.c)
  * @counters: enum vrdma_counter
@@ -151,6 +164,9 @@ struct vrdma_dev {
 	struct xarray mr_xa;
 	u8 *mr_key_byte;
 	u32 mr_next;
+	struct xarray mw_xa;
+	u8 *mw_key_byte;
+	u32 mw_next;
 	u32 qp_next;
 	struct vrdma_net *net;
 	atomic64_t counters[VRDMA_NUM_COUNTERS];
@@ -232,6 +248,8 @@ struct vrdma_queue {
  * @length: bytes
  * @access: IB_ACCESS_* flags granted
  * @dma: a DMA MR: addresses are kernel virtual addresses, any length
+ * @num_mw: memory windows bound to it; -1 while dereg or rereg owns it, so
+ *	that no bind can take it meanwhile
  * @refs: users; the MR is freed after the last one
  * @done: completed when @refs drops to zero, for dereg to wait on
  * @rcu: lookups run under RCU, so the memory outlives a grace period
@@ -247,9 +265,38 @@ struct vrdma_mr {
 	u64 length;
 	int access;
 	bool dma;
+	atomic_t num_mw;
 	refcount_t refs;
 	struct completion done;
 	struct rcu_head rcu;
+};
+
+/**
+ * struct vrdma_mw - a memory window: a remote key to part of an MR
+ * @ibmw: ib_core's part; ib_core allocates and frees it; ibmw.rkey is the
+ *	window's current key
+ * @pd: the PD; the window is bound, used and invalidated through QPs of
+ *	this PD only
+ * @slot: its index in vdev->mw_xa
+ * @mr: the MR it is bound to, NULL while unbound; the MR's num_mw keeps
+ *	it registered meanwhile
+ * @addr: first address of the window, in the MR's address space
+ * @length: bytes
+ * @access: IB_ACCESS_REMOTE_* rights it grants
+ * @qpn: type 2: the QP it was bound through, the only one it works on
+ *
+ * Everything but @ibmw.type, @pd and @slot changes, and is read, under the
+ * xa_lock of vdev->mw_xa.
+ */
+struct vrdma_mw {
+	struct ib_mw ibmw;
+	struct vrdma_pd *pd;
+	u32 slot;
+	struct vrdma_mr *mr;
+	u64 addr;
+	u64 length;
+	int access;
+	u32 qpn;
 };
 
 /**
@@ -558,6 +605,11 @@ static inline struct vrdma_mr *to_vmr(struct ib_mr *ibmr)
 	return container_of(ibmr, struct vrdma_mr, ibmr);
 }
 
+static inline struct vrdma_mw *to_vmw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct vrdma_mw, ibmw);
+}
+
 static inline struct vrdma_cq *to_vcq(struct ib_cq *ibcq)
 {
 	return container_of(ibcq, struct vrdma_cq, ibcq);
@@ -644,10 +696,15 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
 int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *ibpd, struct ib_udata *udata);
 struct vrdma_mr *vrdma_mr_get(struct vrdma_dev *vdev, u32 key);
 void vrdma_mr_put(struct vrdma_mr *mr);
 int vrdma_mr_check(struct vrdma_mr *mr, struct vrdma_pd *pd, u32 key,
 		   u64 iova, u64 length, int access);
+int vrdma_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
+		   int access, struct vrdma_mr **mrp);
 int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 		  bool to_mr);
 int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
@@ -664,6 +721,16 @@ int vrdma_sgl_copy_from_skb(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 			    u32 skb_offset, u32 length);
 int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig);
+
+/* mw.c */
+int vrdma_mw_dev_init(struct vrdma_dev *vdev);
+void vrdma_mw_dev_fini(struct vrdma_dev *vdev);
+int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int vrdma_dealloc_mw(struct ib_mw *ibmw);
+u8 vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe);
+int vrdma_mw_invalidate(struct vrdma_qp *qp, u32 rkey, bool remote);
+int vrdma_mw_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
+		      int access, struct vrdma_mr **mrp);
 
 /* queue.c */
 int vrdma_queue_init(struct vrdma_queue *q, struct vrdma_ucontext *uc,

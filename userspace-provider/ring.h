@@ -292,6 +292,24 @@ static inline void vrdma_wqe_set_ud(struct vrdma_send_wqe *wqe, uint32_t ah,
 	wqe->ud.remote_qkey = remote_qkey;
 }
 
+/*
+ * A memory window bind (IBV_WR_BIND_MW, ibv_bind_mw, ibv_wr_bind_mw): the
+ * kernel finds the window by the index in mw's rkey, binds it to what info
+ * describes and gives it rkey.  No data goes with it: the kernel ignores
+ * the SGEs of a bind.
+ */
+static inline void vrdma_wqe_set_bind(struct vrdma_send_wqe *wqe,
+				      const struct ibv_mw *mw, uint32_t rkey,
+				      const struct ibv_mw_bind_info *info)
+{
+	wqe->bind.mw_rkey = mw->rkey;
+	wqe->bind.new_rkey = rkey;
+	wqe->bind.mr_lkey = info->mr ? info->mr->lkey : 0;
+	wqe->bind.addr = info->addr;
+	wqe->bind.length = info->length;
+	wqe->bind.access = info->mw_access_flags;
+}
+
 /* The gather list, replacing any data set before; num_sge <= max_sge. */
 static inline void vrdma_wqe_set_sgl(struct vrdma_send_wqe *wqe,
 				     const struct ibv_sge *sge,
@@ -354,6 +372,8 @@ static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
 		return EINVAL;
 	if (lim->ud && !wr->wr.ud.ah)
 		return EINVAL;
+	if (wr->opcode == IBV_WR_BIND_MW && !wr->bind_mw.mw)
+		return EINVAL;
 	for (i = 0; inl && i < wr->num_sge; i++)
 		if (!vrdma_inline_fits(&inline_len, wr->sg_list[i].length,
 				       lim))
@@ -390,6 +410,10 @@ static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
 					     wr->wr.atomic.rkey,
 					     wr->wr.atomic.compare_add,
 					     wr->wr.atomic.swap);
+			break;
+		case IBV_WR_BIND_MW:
+			vrdma_wqe_set_bind(wqe, wr->bind_mw.mw, wr->bind_mw.rkey,
+					   &wr->bind_mw.bind_info);
 			break;
 		default:
 			break;

@@ -28,13 +28,16 @@ static void vrdma_free_context(struct ibv_context *ibctx);
 
 /* Ops left NULL fail with EOPNOTSUPP (libibverbs' defaults). */
 static const struct verbs_context_ops vrdma_ctx_ops = {
+	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
+	.bind_mw = vrdma_bind_mw,
 	.create_ah = vrdma_create_ah,
 	.create_cq = vrdma_create_cq,
 	.create_cq_ex = vrdma_create_cq_ex,
 	.create_qp = vrdma_create_qp,
 	.create_qp_ex = vrdma_create_qp_ex,
 	.create_srq = vrdma_create_srq,
+	.dealloc_mw = vrdma_dealloc_mw,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dereg_mr = vrdma_dereg_mr,
 	.destroy_ah = vrdma_destroy_ah,

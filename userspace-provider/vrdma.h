@@ -5,6 +5,7 @@
  *   vrdma.c    registration with libibverbs, device and context life cycle
  *   verbs.c    device/port queries, protection domains, memory regions,
  *              address handles
+ *   mw.c       memory windows: alloc/dealloc, ibv_bind_mw
  *   ring.h     what the data path does to a shared ring (no system calls)
  *   ring.c     mapping the rings the kernel allocates
  *   cq.c       completion queues: create/resize/destroy, poll_cq, and the
@@ -226,6 +227,12 @@ int vrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 int vrdma_dereg_mr(struct verbs_mr *vmr);
 struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int vrdma_destroy_ah(struct ibv_ah *ah);
+
+/* mw.c */
+struct ibv_mw *vrdma_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int vrdma_dealloc_mw(struct ibv_mw *mw);
+int vrdma_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		  struct ibv_mw_bind *mw_bind);
 
 /* ring.c */
 int vrdma_map_ring(struct vrdma_context *ctx, struct vrdma_uring *ring,

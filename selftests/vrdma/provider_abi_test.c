@@ -684,6 +684,7 @@ TEST_F(stub_ctx, dispatch)
 TEST(command_layout)
 {
 	EXPECT_EQ(8, sizeof(struct ib_uverbs_cmd_hdr));
+	EXPECT_CMD(ibv_alloc_mw, ib_uverbs_alloc_mw, 24);
 	EXPECT_CMD(ibv_alloc_pd, ib_uverbs_alloc_pd, 16);
 	EXPECT_CMD(ibv_create_ah, ib_uverbs_create_ah, 64);
 	EXPECT_CMD(ibv_create_cq, ib_uverbs_create_cq, 40);
@@ -796,6 +797,7 @@ TEST(verbs_qp_ex)
 	X(ibv_cmd_get_context) X(ibv_cmd_query_device_any)		\
 	X(ibv_cmd_query_port) X(ibv_cmd_alloc_pd) X(ibv_cmd_dealloc_pd)	\
 	X(ibv_cmd_reg_mr) X(ibv_cmd_rereg_mr) X(ibv_cmd_dereg_mr)	\
+	X(ibv_cmd_alloc_mw) X(ibv_cmd_dealloc_mw)			\
 	X(ibv_cmd_create_cq) X(ibv_cmd_create_cq_ex)			\
 	X(ibv_cmd_req_notify_cq) X(ibv_cmd_resize_cq)			\
 	X(ibv_cmd_destroy_cq) X(ibv_cmd_create_srq)			\

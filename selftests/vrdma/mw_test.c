@@ -1,0 +1,1111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Memory windows and MR reregistration through the standard verbs API.
+ *
+ * Windows: RDMA WRITE and READ through type 1 (ibv_bind_mw) and type 2
+ * (IBV_WR_BIND_MW) windows onto an MR that grants no remote access itself;
+ * rebinding, unbinding, LOCAL_INV and SEND_WITH_INV (the receive completion
+ * reports the invalidated rkey); and what must be refused: rights the
+ * window does not grant, addresses outside it (inside the MR), the key
+ * after an unbind, an invalidation or a dealloc, a window of another PD, a
+ * type 2 window through another QP, binds the IBA forbids (MW_BIND_ERR),
+ * invalidations of what cannot be invalidated (LOC_QP_OP_ERR locally,
+ * REM_INV_REQ_ERR on the receive of a SEND_WITH_INV), deregistering an MR
+ * with windows bound; and a dealloc while a READ through the window runs.
+ *
+ * Reregistration: new rights and a new PD (same keys), a new translation
+ * (new keys, the old ones refused), refused while windows are bound, and
+ * while a READ of the MR runs.
+ *
+ * Every refused access must leave the target memory untouched.  Variants as
+ * in rc_test.c: "loopback" (both QPs on one device) and "two_devices" (one
+ * QP on each end of a veth pair); VRDMA_TEST_TYPE=rxe runs the same tests
+ * on rdma_rxe, accepting its deviations as logged quirks (rxe has no
+ * rereg_mr: those tests skip there).
+ *
+ * Runs as root in the test VM; main() (rc_suite.h) sets up the module, a
+ * veth pair and the two RDMA devices.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "rc_lib.h"
+#include "rc_suite.h"
+
+#define MW_BUF		(64 * 1024)
+/* B's MR: no remote rights of its own, windows grant them. */
+#define MW_MR_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
+#define MW_RW		(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+/* The window used by most tests: inside B's buffer, unaligned. */
+#define WIN_OFF		4099
+#define WIN_LEN		20003
+
+/* ---- fixture --------------------------------------------------------- */
+
+FIXTURE(mw) {
+	struct rc_dev d0, d1;
+	struct rc_dev *da, *db;
+	struct rc_env e;
+	struct ibv_mw *mw[2];
+	int two;
+};
+
+FIXTURE_VARIANT(mw) {
+	int two_devices;
+};
+
+FIXTURE_VARIANT_ADD(mw, loopback) {
+	.two_devices = 0,
+};
+
+FIXTURE_VARIANT_ADD(mw, two_devices) {
+	.two_devices = 1,
+};
+
+FIXTURE_SETUP(mw)
+{
+	memset(&self->e, 0, sizeof(self->e));
+	rc_dev_open(_metadata, &self->d0, 0);
+	self->da = &self->d0;
+	self->two = variant->two_devices;
+	if (self->two) {
+		rc_dev_open(_metadata, &self->d1, 1);
+		self->db = &self->d1;
+	} else {
+		self->db = &self->d0;
+	}
+}
+
+FIXTURE_TEARDOWN(mw)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (self->mw[i])
+			ibv_dealloc_mw(self->mw[i]);
+	rc_pair_destroy(&self->e.p);
+	rc_buf_free(&self->e.ba);
+	rc_buf_free(&self->e.bb);
+	rc_dev_close(&self->d1);
+	rc_dev_close(&self->d0);
+}
+
+/* A pair, A's buffer with every right, B's with @b_access. */
+static void env_create(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(mw) *self, int b_access, size_t size)
+{
+	struct rc_env *e = &self->e;
+
+	rc_pair_create(_metadata, &e->p, self->da, self->db, NULL);
+	rc_buf_alloc(_metadata, &e->ba, self->da->pd, size, RC_ACCESS_ALL);
+	rc_buf_alloc(_metadata, &e->bb, self->db->pd, size, b_access);
+}
+
+/*
+ * A new pair for the same buffers and windows, after an error put the old
+ * one in ERR (type 2 windows bound through the old B stay bound to it).
+ */
+static void new_pair(struct __test_metadata *_metadata, FIXTURE_DATA(mw) *self)
+{
+	rc_pair_destroy(&self->e.p);
+	rc_pair_create(_metadata, &self->e.p, self->da, self->db, NULL);
+}
+
+static struct ibv_mw *mw_alloc(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(mw) *self, int i,
+			       struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	self->mw[i] = ibv_alloc_mw(pd, type);
+	ASSERT_NE(NULL, self->mw[i]) {
+		TH_LOG("ibv_alloc_mw(type %d): %s", type, strerror(errno));
+	}
+	EXPECT_EQ(type, self->mw[i]->type);
+	return self->mw[i];
+}
+
+/* B's address at offset @off. */
+static uint64_t baddr(const struct rc_env *e, size_t off)
+{
+	return (uintptr_t)e->bb.p + off;
+}
+
+/*
+ * Post a bind of @mw on @q (type 1: ibv_bind_mw(), which picks the next
+ * key; type 2: IBV_WR_BIND_MW with the next key) and check its completion;
+ * returns the key the bind gave (or asked for, when it fails).  On success
+ * the window's ibv_mw.rkey is its new key (rxe's provider names a type 2
+ * window by it).
+ */
+static uint32_t mw_bind(struct __test_metadata *_metadata, struct rc_qp *q,
+			struct ibv_mw *mw, struct ibv_mr *mr, uint64_t addr,
+			uint64_t len, int access, enum ibv_wc_status status,
+			const char *what)
+{
+	struct ibv_mw_bind_info info = {
+		.mr = mr, .addr = addr, .length = len,
+		.mw_access_flags = access,
+	};
+	uint32_t old = mw->rkey, rkey;
+	int ret;
+
+	if (mw->type == IBV_MW_TYPE_1) {
+		struct ibv_mw_bind b = {
+			.wr_id = 0xb1d, .send_flags = IBV_SEND_SIGNALED,
+			.bind_info = info,
+		};
+
+		ret = ibv_bind_mw(q->qp, mw, &b);
+		ASSERT_EQ(0, ret) {
+			TH_LOG("%s: ibv_bind_mw: %s", what, strerror(ret));
+		}
+		rkey = mw->rkey;
+		EXPECT_EQ(ibv_inc_rkey(old), rkey);
+	} else {
+		struct ibv_send_wr wr = {
+			.wr_id = 0xb1d, .opcode = IBV_WR_BIND_MW,
+			.send_flags = IBV_SEND_SIGNALED,
+		}, *bad = NULL;
+
+		rkey = ibv_inc_rkey(old);
+		wr.bind_mw.mw = mw;
+		wr.bind_mw.rkey = rkey;
+		wr.bind_mw.bind_info = info;
+		ret = ibv_post_send(q->qp, &wr, &bad);
+		ASSERT_EQ(0, ret) {
+			TH_LOG("%s: post BIND_MW: %s", what, strerror(ret));
+		}
+	}
+	rc_expect_wc(_metadata, q->scq, &(struct rc_wc_exp){
+		.wr_id = 0xb1d, .status = status, .opcode = IBV_WC_BIND_MW,
+		.qp_num = q->qp->qp_num,
+	}, what);
+	if (status == IBV_WC_SUCCESS)
+		mw->rkey = rkey;
+	else
+		mw->rkey = old;
+	return rkey;
+}
+
+/* LOCAL_INV of @rkey on @q, completing with @status. */
+static void local_inv(struct __test_metadata *_metadata, struct rc_qp *q,
+		      uint32_t rkey, enum ibv_wc_status status,
+		      const char *what)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = 0x1a7, .opcode = IBV_WR_LOCAL_INV,
+		.send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey,
+	}, *bad = NULL;
+
+	ASSERT_EQ(0, ibv_post_send(q->qp, &wr, &bad));
+	rc_expect_wc(_metadata, q->scq, &(struct rc_wc_exp){
+		.wr_id = 0x1a7, .status = status, .opcode = IBV_WC_LOCAL_INV,
+		.qp_num = q->qp->qp_num,
+	}, what);
+}
+
+/* Where B receives: past the window. */
+#define RECV_OFF	40000
+
+/*
+ * A sends B a 100-byte SEND_WITH_INV of @rkey.  With @ok both complete and
+ * B's receive reports the invalidated key; else (IBA class J: the message
+ * is executed and acknowledged) A's SEND succeeds, B's receive completes
+ * with REM_INV_REQ_ERR and B goes to ERR.
+ */
+static void send_inv(struct __test_metadata *_metadata, struct rc_env *e,
+		     uint32_t rkey, int ok, const char *what)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)e->ba.p, .length = 100,
+		.lkey = e->ba.mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 0x5e1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND_WITH_INV,
+		.send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey,
+	}, *bad = NULL;
+	struct ibv_wc wc;
+
+	rc_fill(e->ba.p, 100, rkey, 0);
+	ASSERT_EQ(0, rc_post_recv(&e->p.b, 0x5e2, &e->bb, RECV_OFF, 128));
+	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+	rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
+		.wr_id = 0x5e1, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_SEND, .qp_num = e->p.a.qp->qp_num,
+	}, what);
+	ASSERT_EQ(1, rc_poll(e->p.b.rcq, &wc, 1, RC_TIMEOUT_MS)) {
+		TH_LOG("%s: no receive completion", what);
+	}
+	if (!ok) {
+		rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
+			.wr_id = 0x5e2, .status = IBV_WC_REM_INV_REQ_ERR,
+			.qp_num = e->p.b.qp->qp_num,
+		}, what);
+		EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.b.qp));
+		return;
+	}
+	rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
+		.wr_id = 0x5e2, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV, .qp_num = e->p.b.qp->qp_num,
+	}, what);
+	EXPECT_EQ(100, wc.byte_len);
+	EXPECT_EQ(IBV_WC_WITH_INV, wc.wc_flags & ~(unsigned int)IBV_WC_GRH) {
+		TH_LOG("%s: wc_flags %#x", what, wc.wc_flags);
+	}
+	EXPECT_EQ(rkey, wc.invalidated_rkey);
+	EXPECT_SAME_BYTES(e->bb.p + RECV_OFF, e->ba.p, 100, what);
+}
+
+/*
+ * A does an RDMA @op of @len bytes at B's offset @off with @rkey, which
+ * must complete with @status.  A WRITE must change exactly those bytes of
+ * B, a READ must bring them; a refused one changes no byte of B, and both
+ * QPs end in ERR (the responder's class C error).
+ */
+static void rdma_via(struct __test_metadata *_metadata, struct rc_env *e,
+		     enum ibv_wr_opcode op, size_t off, size_t len,
+		     uint32_t rkey, enum ibv_wc_status status, uint32_t seed,
+		     const char *what)
+{
+	int is_read = op == IBV_WR_RDMA_READ;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)e->ba.p, .length = len,
+		.lkey = e->ba.mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 0xda7a, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	uint8_t *img, *want;
+	int ret;
+
+	ASSERT_LE(len, e->ba.size);
+	img = malloc(e->bb.size);
+	want = malloc(len + 1);
+	ASSERT_TRUE(img && want);
+	rc_fill(want, len, seed, 0);
+	if (is_read) {
+		if (off < e->bb.size)
+			rc_fill(e->bb.p + off, len < e->bb.size - off ?
+				len : e->bb.size - off, seed, 0);
+		memset(e->ba.p, 0xee, len);
+	} else {
+		memcpy(e->ba.p, want, len);
+	}
+	memcpy(img, e->bb.p, e->bb.size);
+	wr.wr.rdma.remote_addr = baddr(e, off);
+	wr.wr.rdma.rkey = rkey;
+	ret = ibv_post_send(e->p.a.qp, &wr, &bad);
+	ASSERT_EQ(0, ret) {
+		TH_LOG("%s: ibv_post_send: %s", what, strerror(ret));
+	}
+	rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
+		.wr_id = 0xda7a, .status = status,
+		.opcode = is_read ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE,
+		.qp_num = e->p.a.qp->qp_num,
+	}, what);
+	if (status == IBV_WC_SUCCESS && !is_read)
+		memcpy(img + off, want, len);
+	EXPECT_SAME_BYTES(e->bb.p, img, e->bb.size, what);
+	if (status == IBV_WC_SUCCESS && is_read)
+		EXPECT_SAME_BYTES(e->ba.p, want, len, what);
+	if (status != IBV_WC_SUCCESS) {
+		EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.a.qp));
+		EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.b.qp));
+	}
+	free(img);
+	free(want);
+}
+
+/* A WRITE and a READ of @len bytes at @off through @rkey both work. */
+static void rw_ok(struct __test_metadata *_metadata, struct rc_env *e,
+		  size_t off, size_t len, uint32_t rkey, uint32_t seed,
+		  const char *what)
+{
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, off, len, rkey,
+		 IBV_WC_SUCCESS, seed, what);
+	rdma_via(_metadata, e, IBV_WR_RDMA_READ, off, len, rkey,
+		 IBV_WC_SUCCESS, seed + 1, what);
+}
+
+/* ---- the device --------------------------------------------------------- */
+
+/* Memory windows of both types are advertised and can be allocated. */
+TEST_F(mw, caps)
+{
+	struct ibv_mw *m1, *m2;
+
+	EXPECT_LT(0, self->db->attr.max_mw);
+	EXPECT_EQ(IBV_DEVICE_MEM_WINDOW,
+		  self->db->attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+	EXPECT_EQ(IBV_DEVICE_MEM_WINDOW_TYPE_2B,
+		  self->db->attr.device_cap_flags &
+		  IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	m1 = mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	m2 = mw_alloc(_metadata, self, 1, self->db->pd, IBV_MW_TYPE_2);
+	EXPECT_NE(m1->rkey, m2->rkey);
+	EXPECT_EQ(self->db->pd, m1->pd);
+	EXPECT_EQ(0, ibv_dealloc_mw(m1));
+	self->mw[0] = NULL;
+	EXPECT_EQ(0, ibv_dealloc_mw(m2));
+	self->mw[1] = NULL;
+}
+
+/* ---- binding and using windows -------------------------------------------- */
+
+/*
+ * Both types: WRITE and READ through a window onto an MR without remote
+ * rights; a type 1 window rebinds to another range with the next key.
+ */
+TEST_F(mw, write_read)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_mw *m1, *m2;
+	uint32_t k1, k2;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	m1 = mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	m2 = mw_alloc(_metadata, self, 1, self->db->pd, IBV_MW_TYPE_2);
+	k1 = mw_bind(_metadata, &e->p.b, m1, e->bb.mr, baddr(e, WIN_OFF),
+		     WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind type 1");
+	k2 = mw_bind(_metadata, &e->p.b, m2, e->bb.mr, baddr(e, 30001),
+		     9000, MW_RW, IBV_WC_SUCCESS, "bind type 2");
+	/* The whole window, and its two ends. */
+	rw_ok(_metadata, e, WIN_OFF, WIN_LEN, k1, 10, "type 1, all of it");
+	rw_ok(_metadata, e, WIN_OFF, 1, k1, 20, "type 1, first byte");
+	rw_ok(_metadata, e, WIN_OFF + WIN_LEN - 7, 7, k1, 30,
+	      "type 1, last bytes");
+	rw_ok(_metadata, e, 30001, 9000, k2, 40, "type 2, all of it");
+	rw_ok(_metadata, e, 30001 + 4000, 17, k2, 50, "type 2, inside");
+
+	/* Type 1 rebinds in place: a new range, the next key. */
+	k1 = mw_bind(_metadata, &e->p.b, m1, e->bb.mr, baddr(e, 50000),
+		     5000, IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS,
+		     "rebind type 1");
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, 50000, 5000, k1,
+		 IBV_WC_SUCCESS, 60, "type 1 rebound");
+	/* The MR's own rkey still grants nothing remote. */
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, WIN_OFF, 10,
+		 e->bb.mr->rkey, IBV_WC_REM_ACCESS_ERR, 70,
+		 "the MR's own rkey");
+}
+
+/* Bind, invalidate and bind again, locally and by the peer. */
+TEST_F(mw, type2_rebind)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_mw *m;
+	uint32_t k;
+	int i;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	m = mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_2);
+	for (i = 0; i < 4; i++) {
+		k = mw_bind(_metadata, &e->p.b, m, e->bb.mr,
+			    baddr(e, WIN_OFF + 100 * i), 1000, MW_RW,
+			    IBV_WC_SUCCESS, "bind");
+		rw_ok(_metadata, e, WIN_OFF + 100 * i, 1000, k, 100 + 2 * i,
+		      "bound");
+		if (i & 1)
+			send_inv(_metadata, e, k, 1, "SEND_WITH_INV");
+		else
+			local_inv(_metadata, &e->p.b, k, IBV_WC_SUCCESS,
+				  "LOCAL_INV");
+	}
+}
+
+/* A window grants only its own rights. */
+TEST_F_TIMEOUT(mw, access_narrower, 120)
+{
+	struct rc_env *e = &self->e;
+	int t;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	for (t = 0; t < 2; t++) {
+		enum ibv_mw_type type = t ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1;
+		struct ibv_mw *m;
+		uint32_t k;
+
+		if (t)
+			new_pair(_metadata, self);
+		m = mw_alloc(_metadata, self, t, self->db->pd, type);
+		k = mw_bind(_metadata, &e->p.b, m, e->bb.mr,
+			    baddr(e, WIN_OFF), WIN_LEN,
+			    IBV_ACCESS_REMOTE_READ, IBV_WC_SUCCESS,
+			    "bind read-only");
+		rdma_via(_metadata, e, IBV_WR_RDMA_READ, WIN_OFF, 500, k,
+			 IBV_WC_SUCCESS, 200 + t, "READ, read-only window");
+		rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, WIN_OFF, 500, k,
+			 IBV_WC_REM_ACCESS_ERR, 210 + t,
+			 "WRITE, read-only window");
+	}
+	/* And the other way round. */
+	new_pair(_metadata, self);
+	{
+		struct ibv_mw *m = self->mw[0];
+		uint32_t k;
+
+		k = mw_bind(_metadata, &e->p.b, m, e->bb.mr,
+			    baddr(e, WIN_OFF), WIN_LEN,
+			    IBV_ACCESS_REMOTE_WRITE, IBV_WC_SUCCESS,
+			    "bind write-only");
+		rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, WIN_OFF, 500, k,
+			 IBV_WC_SUCCESS, 220, "WRITE, write-only window");
+		rdma_via(_metadata, e, IBV_WR_RDMA_READ, WIN_OFF, 500, k,
+			 IBV_WC_REM_ACCESS_ERR, 230,
+			 "READ, write-only window");
+	}
+}
+
+/* Inside the MR but outside the window: refused, both ends. */
+TEST_F_TIMEOUT(mw, out_of_window, 120)
+{
+	static const struct {
+		enum ibv_wr_opcode op;
+		long off;	/* from the window's start */
+		size_t len;
+		const char *what;
+	} c[] = {
+		{ IBV_WR_RDMA_WRITE, WIN_LEN - 10, 11, "WRITE one past the end" },
+		{ IBV_WR_RDMA_WRITE, -1, 2, "WRITE one before the start" },
+		{ IBV_WR_RDMA_READ, WIN_LEN, 1, "READ just after the end" },
+		{ IBV_WR_RDMA_READ, -4096, 5000, "READ from before the start" },
+	};
+	struct rc_env *e = &self->e;
+	unsigned int i;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct ibv_mw *m;
+		uint32_t k;
+
+		if (i)
+			new_pair(_metadata, self);
+		/* Type 1 and 2 in turn; a type 2 window follows its QP. */
+		m = self->mw[i & 1];
+		if (!m)
+			m = mw_alloc(_metadata, self, i & 1, self->db->pd,
+				     (i & 1) ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1);
+		else if (m->type == IBV_MW_TYPE_2)
+			local_inv(_metadata, &e->p.b, m->rkey,
+				  IBV_WC_SUCCESS, "unbind from the old QP");
+		k = mw_bind(_metadata, &e->p.b, m, e->bb.mr,
+			    baddr(e, WIN_OFF), WIN_LEN, MW_RW,
+			    IBV_WC_SUCCESS, c[i].what);
+		rdma_via(_metadata, e, c[i].op, WIN_OFF + c[i].off, c[i].len,
+			 k, IBV_WC_REM_ACCESS_ERR, 300 + i, c[i].what);
+	}
+}
+
+/* ---- keys that no longer work ---------------------------------------------- */
+
+/* Type 1: the key before a rebind, and after an unbind (length 0). */
+TEST_F(mw, type1_old_keys)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_mw *m;
+	uint32_t k0, k1;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	m = mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	k0 = mw_bind(_metadata, &e->p.b, m, e->bb.mr, baddr(e, WIN_OFF),
+		     WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind");
+	k1 = mw_bind(_metadata, &e->p.b, m, e->bb.mr, baddr(e, WIN_OFF),
+		     WIN_LEN, MW_RW, IBV_WC_SUCCESS, "rebind, same range");
+	EXPECT_NE(k0, k1);
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, WIN_OFF, 100, k1,
+		 IBV_WC_SUCCESS, 400, "the new key");
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, WIN_OFF, 100, k0,
+		 IBV_WC_REM_ACCESS_ERR, 401, "the key before the rebind");
+
+	new_pair(_metadata, self);
+	mw_bind(_metadata, &e->p.b, m, NULL, 0, 0, 0, IBV_WC_SUCCESS,
+		"unbind");
+	rdma_via(_metadata, e, IBV_WR_RDMA_READ, WIN_OFF, 100, k1,
+		 IBV_WC_REM_ACCESS_ERR, 402, "the key before the unbind");
+}
+
+/* Type 2: the key after LOCAL_INV, and after SEND_WITH_INV. */
+TEST_F(mw, type2_invalidated_key)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_mw *m;
+	uint32_t k;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	m = mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_2);
+	k = mw_bind(_metadata, &e->p.b, m, e->bb.mr, baddr(e, WIN_OFF),
+		    WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind");
+	local_inv(_metadata, &e->p.b, k, IBV_WC_SUCCESS, "LOCAL_INV");
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, WIN_OFF, 100, k,
+		 IBV_WC_REM_ACCESS_ERR, 500, "WRITE after LOCAL_INV");
+
+	new_pair(_metadata, self);
+	k = mw_bind(_metadata, &e->p.b, m, e->bb.mr, baddr(e, WIN_OFF),
+		    WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind again");
+	send_inv(_metadata, e, k, 1, "SEND_WITH_INV");
+	rdma_via(_metadata, e, IBV_WR_RDMA_READ, WIN_OFF, 100, k,
+		 IBV_WC_REM_ACCESS_ERR, 501, "READ after SEND_WITH_INV");
+}
+
+/*
+ * Deallocated while bound (both types): the keys stop working.  Meanwhile
+ * the MR cannot be deregistered; afterwards it can.
+ */
+TEST_F(mw, dealloc_bound)
+{
+	struct rc_env *e = &self->e;
+	uint32_t k1, k2;
+	int ret;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	mw_alloc(_metadata, self, 1, self->db->pd, IBV_MW_TYPE_2);
+	k1 = mw_bind(_metadata, &e->p.b, self->mw[0], e->bb.mr,
+		     baddr(e, WIN_OFF), WIN_LEN, MW_RW, IBV_WC_SUCCESS,
+		     "bind type 1");
+	k2 = mw_bind(_metadata, &e->p.b, self->mw[1], e->bb.mr,
+		     baddr(e, WIN_OFF), WIN_LEN, MW_RW, IBV_WC_SUCCESS,
+		     "bind type 2");
+	rw_ok(_metadata, e, WIN_OFF, 64, k2, 600, "type 2 before");
+
+	ret = ibv_dereg_mr(e->bb.mr);
+	EXPECT_NE(0, ret);
+	if (!rc_cfg.is_rxe)
+		EXPECT_EQ(EBUSY, ret);
+	if (!ret)
+		e->bb.mr = NULL;
+
+	EXPECT_EQ(0, ibv_dealloc_mw(self->mw[0]));
+	self->mw[0] = NULL;
+	EXPECT_EQ(0, ibv_dealloc_mw(self->mw[1]));
+	self->mw[1] = NULL;
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, WIN_OFF, 64, k2,
+		 IBV_WC_REM_ACCESS_ERR, 601, "type 2 after dealloc");
+	new_pair(_metadata, self);
+	rdma_via(_metadata, e, IBV_WR_RDMA_READ, WIN_OFF, 64, k1,
+		 IBV_WC_REM_ACCESS_ERR, 602, "type 1 after dealloc");
+	ASSERT_NE(NULL, e->bb.mr);
+	EXPECT_EQ(0, ibv_dereg_mr(e->bb.mr));
+	e->bb.mr = NULL;
+}
+
+/* ---- windows of another PD, or of another QP --------------------------- */
+
+/*
+ * A window of another PD of B's device (bound through a QP of that PD, to
+ * an MR of that PD over the same memory) works there, not on B's QP.
+ */
+TEST_F(mw, other_pd)
+{
+	struct rc_env *e = &self->e;
+	struct rc_dev db2 = *self->db;
+	struct rc_pair p2;
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr2;
+	struct ibv_mw *m;
+	uint32_t k;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	pd2 = ibv_alloc_pd(self->db->ctx);
+	ASSERT_NE(NULL, pd2);
+	mr2 = ibv_reg_mr(pd2, e->bb.p, e->bb.size, MW_MR_ACCESS);
+	ASSERT_NE(NULL, mr2);
+	db2.pd = pd2;
+	db2.owned = 0;
+	rc_pair_create(_metadata, &p2, self->da, &db2, NULL);
+	m = mw_alloc(_metadata, self, 0, pd2, IBV_MW_TYPE_1);
+	k = mw_bind(_metadata, &p2.b, m, mr2, baddr(e, WIN_OFF), WIN_LEN,
+		    MW_RW, IBV_WC_SUCCESS, "bind in the other PD");
+	{
+		struct rc_env e2 = *e;
+
+		e2.p = p2;
+		rw_ok(_metadata, &e2, WIN_OFF, 100, k, 700,
+		      "through a QP of its PD");
+	}
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, WIN_OFF, 100, k,
+		 IBV_WC_REM_ACCESS_ERR, 701, "through a QP of another PD");
+	EXPECT_EQ(0, ibv_dealloc_mw(m));
+	self->mw[0] = NULL;
+	rc_pair_destroy(&p2);
+	EXPECT_EQ(0, ibv_dereg_mr(mr2));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+/* A type 2 window works only through the QP it was bound through. */
+TEST_F(mw, type2_other_qp)
+{
+	struct rc_env *e = &self->e;
+	struct rc_env e2 = *e;
+	struct ibv_mw *m;
+	uint32_t k;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	m = mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_2);
+	k = mw_bind(_metadata, &e->p.b, m, e->bb.mr, baddr(e, WIN_OFF),
+		    WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind");
+	e2 = *e;
+	rc_pair_create(_metadata, &e2.p, self->da, self->db, NULL);
+	rw_ok(_metadata, e, WIN_OFF, 100, k, 800, "through its QP");
+	rdma_via(_metadata, &e2, IBV_WR_RDMA_WRITE, WIN_OFF, 100, k,
+		 IBV_WC_REM_ACCESS_ERR, 801, "through another QP, same PD");
+	/* Nor may the other QP's peer invalidate it. */
+	rc_pair_destroy(&e2.p);
+	rc_pair_create(_metadata, &e2.p, self->da, self->db, NULL);
+	if (rc_cfg.is_rxe) {
+		RC_QUIRK("rxe lets the peer of any QP invalidate a type 2 "
+			 "window; not tested");
+	} else {
+		send_inv(_metadata, &e2, k, 0, "SEND_WITH_INV via another QP");
+		rw_ok(_metadata, e, WIN_OFF, 100, k, 802, "still bound");
+	}
+	rc_pair_destroy(&e2.p);
+}
+
+/* ---- what a bind, LOCAL_INV or SEND_WITH_INV must refuse -------------- */
+
+/*
+ * Each refused bind completes with MW_BIND_ERR and puts the QP in ERR; the
+ * window stays as it was.
+ */
+TEST_F_TIMEOUT(mw, bind_errors, 120)
+{
+	enum { NO_BIND, WRITE_NO_LW, PAST_MR, T2_EMPTY, T2_BOUND, T2_OTHER_PD,
+	       T1_OTHER_PD, ZERO_BASED, NCASES };
+	static const char *const what[NCASES] = {
+		"an MR without MW_BIND", "a writable window, MR without "
+		"LOCAL_WRITE", "a range past the MR", "type 2, length 0",
+		"type 2, already bound", "type 2 of another PD",
+		"type 1 of another PD", "zero-based",
+	};
+	struct rc_env *e = &self->e;
+	struct ibv_pd *pd2;
+	struct ibv_mr *nobind, *nolw, *mr2;
+	int c;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	pd2 = ibv_alloc_pd(self->db->ctx);
+	ASSERT_NE(NULL, pd2);
+	nobind = ibv_reg_mr(self->db->pd, e->bb.p, e->bb.size,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	nolw = ibv_reg_mr(self->db->pd, e->bb.p, e->bb.size,
+			  IBV_ACCESS_MW_BIND);
+	mr2 = ibv_reg_mr(pd2, e->bb.p, e->bb.size, MW_MR_ACCESS);
+	ASSERT_TRUE(nobind && nolw && mr2);
+
+	for (c = 0; c < NCASES; c++) {
+		struct ibv_mr *mr = e->bb.mr;
+		struct ibv_mw *m;
+		uint64_t len = WIN_LEN, addr = baddr(e, WIN_OFF);
+		int access = MW_RW;
+		enum ibv_wc_status st = IBV_WC_MW_BIND_ERR;
+
+		if (c)
+			new_pair(_metadata, self);
+		if (self->mw[0]) {
+			ibv_dealloc_mw(self->mw[0]);
+			self->mw[0] = NULL;
+		}
+		m = mw_alloc(_metadata, self, 0,
+			     c == T2_OTHER_PD || c == T1_OTHER_PD ? pd2 :
+			     self->db->pd,
+			     c == T1_OTHER_PD || c == NO_BIND ||
+			     c == ZERO_BASED ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+		switch (c) {
+		case NO_BIND:
+			mr = nobind;
+			break;
+		case WRITE_NO_LW:
+			mr = nolw;
+			break;
+		case PAST_MR:
+			len = e->bb.size - WIN_OFF + 1;
+			break;
+		case T2_EMPTY:
+			len = 0;
+			break;
+		case T2_BOUND:
+			mw_bind(_metadata, &e->p.b, m, mr, addr, len, access,
+				IBV_WC_SUCCESS, "the first bind");
+			break;
+		case T2_OTHER_PD:
+		case T1_OTHER_PD:
+			mr = mr2;
+			break;
+		case ZERO_BASED:
+			access |= IBV_ACCESS_ZERO_BASED;
+			addr = 0;
+			break;
+		}
+		if (rc_cfg.is_rxe && c == T1_OTHER_PD) {
+			RC_QUIRK("rxe binds a type 1 window of another PD "
+				 "than the QP's");
+			st = IBV_WC_SUCCESS;
+		}
+		if (m->type == IBV_MW_TYPE_1 && c == ZERO_BASED) {
+			/* rxe's provider refuses it before the kernel does. */
+			struct ibv_mw_bind b = {
+				.wr_id = 0xb1d,
+				.send_flags = IBV_SEND_SIGNALED,
+				.bind_info = { .mr = mr, .addr = addr,
+					       .length = len,
+					       .mw_access_flags = access },
+			};
+			int ret = ibv_bind_mw(e->p.b.qp, m, &b);
+
+			if (ret) {
+				EXPECT_EQ(EINVAL, ret);
+				continue;
+			}
+			rc_expect_wc(_metadata, e->p.b.scq, &(struct rc_wc_exp){
+				.wr_id = 0xb1d, .status = st,
+				.qp_num = e->p.b.qp->qp_num,
+			}, what[c]);
+		} else {
+			mw_bind(_metadata, &e->p.b, m, mr, addr, len, access,
+				st, what[c]);
+		}
+		if (st != IBV_WC_SUCCESS)
+			EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.b.qp)) {
+				TH_LOG("%s", what[c]);
+			}
+	}
+	if (self->mw[0]) {
+		EXPECT_EQ(0, ibv_dealloc_mw(self->mw[0]));
+		self->mw[0] = NULL;
+	}
+	EXPECT_EQ(0, ibv_dereg_mr(nobind));
+	EXPECT_EQ(0, ibv_dereg_mr(nolw));
+	EXPECT_EQ(0, ibv_dereg_mr(mr2));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+/*
+ * LOCAL_INV of what it cannot invalidate completes with LOC_QP_OP_ERR: a
+ * type 1 window, an unbound type 2 window, an MR.
+ */
+TEST_F_TIMEOUT(mw, local_inv_errors, 120)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_mw *m1, *m2;
+	uint32_t k1;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	m1 = mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	m2 = mw_alloc(_metadata, self, 1, self->db->pd, IBV_MW_TYPE_2);
+	k1 = mw_bind(_metadata, &e->p.b, m1, e->bb.mr, baddr(e, WIN_OFF),
+		     WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind type 1");
+	local_inv(_metadata, &e->p.b, k1, IBV_WC_LOC_QP_OP_ERR,
+		  "LOCAL_INV of a type 1 window");
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.b.qp));
+	new_pair(_metadata, self);
+	local_inv(_metadata, &e->p.b, m2->rkey, IBV_WC_LOC_QP_OP_ERR,
+		  "LOCAL_INV of an unbound type 2 window");
+	new_pair(_metadata, self);
+	local_inv(_metadata, &e->p.b, e->bb.mr->rkey, IBV_WC_LOC_QP_OP_ERR,
+		  "LOCAL_INV of an MR");
+	/* The type 1 window still works. */
+	new_pair(_metadata, self);
+	rw_ok(_metadata, e, WIN_OFF, 100, k1, 900, "type 1 after all that");
+}
+
+/*
+ * SEND_WITH_INV of what the receiver cannot invalidate: a type 1 window, an
+ * MR (IBA class J: executed, acknowledged, the receive fails).
+ */
+TEST_F_TIMEOUT(mw, send_inv_errors, 120)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_mw *m1;
+	uint32_t k1;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	m1 = mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	k1 = mw_bind(_metadata, &e->p.b, m1, e->bb.mr, baddr(e, WIN_OFF),
+		     WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind type 1");
+	send_inv(_metadata, e, k1, 0, "SEND_WITH_INV of a type 1 window");
+	new_pair(_metadata, self);
+	send_inv(_metadata, e, e->bb.mr->rkey, 0, "SEND_WITH_INV of an MR");
+	new_pair(_metadata, self);
+	rw_ok(_metadata, e, WIN_OFF, 100, k1, 950, "type 1 still bound");
+}
+
+/*
+ * A 4 MiB READ through a window while the window is deallocated: it
+ * completes, whole or with a remote access error, and nothing breaks.
+ */
+TEST_F_TIMEOUT(mw, dealloc_during_read, 120)
+{
+	struct rc_env *e = &self->e;
+	size_t len = 4 << 20;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {
+		.wr_id = 0xbead, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	struct ibv_wc wc;
+	uint32_t k;
+
+	env_create(_metadata, self, MW_MR_ACCESS, len + 4096);
+	mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	k = mw_bind(_metadata, &e->p.b, self->mw[0], e->bb.mr, baddr(e, 0),
+		    len, MW_RW, IBV_WC_SUCCESS, "bind");
+	sge.addr = (uintptr_t)e->ba.p;
+	sge.length = len;
+	sge.lkey = e->ba.mr->lkey;
+	wr.wr.rdma.remote_addr = baddr(e, 0);
+	wr.wr.rdma.rkey = k;
+	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+	usleep(2000);
+	EXPECT_EQ(0, ibv_dealloc_mw(self->mw[0]));
+	self->mw[0] = NULL;
+	ASSERT_EQ(1, rc_poll(e->p.a.scq, &wc, 1, 4 * RC_TIMEOUT_MS));
+	EXPECT_EQ(0xbead, wc.wr_id);
+	EXPECT_TRUE(wc.status == IBV_WC_SUCCESS ||
+		    wc.status == IBV_WC_REM_ACCESS_ERR) {
+		TH_LOG("status %s", ibv_wc_status_str(wc.status));
+	}
+	TH_LOG("READ during dealloc: %s", ibv_wc_status_str(wc.status));
+	EXPECT_EQ(0, ibv_dereg_mr(e->bb.mr));
+	e->bb.mr = NULL;
+}
+
+/* ---- ibv_rereg_mr ------------------------------------------------------------ */
+
+/* 0, or skip the test where the device has no rereg_mr (rxe). */
+static int rereg(struct __test_metadata *_metadata, struct ibv_mr *mr,
+		 int flags, struct ibv_pd *pd, void *addr, size_t len,
+		 int access)
+{
+	int ret;
+
+	errno = 0;
+	ret = ibv_rereg_mr(mr, flags, pd, addr, len, access);
+	if (ret && errno == EOPNOTSUPP && rc_cfg.is_rxe)
+		return -EOPNOTSUPP;
+	return ret ? -errno : 0;
+}
+
+#define REREG_OR_SKIP(_mr, _flags, _pd, _addr, _len, _access) do { \
+	int __r = rereg(_metadata, (_mr), (_flags), (_pd), (_addr), \
+			(_len), (_access)); \
+	if (__r == -EOPNOTSUPP) \
+		SKIP(return, "rxe has no rereg_mr"); \
+	ASSERT_EQ(0, __r) { \
+		TH_LOG("ibv_rereg_mr(%#x): %s", (_flags), strerror(-__r)); \
+	} \
+} while (0)
+
+/* New rights take effect at once, with the same keys. */
+TEST_F(mw, rereg_access)
+{
+	struct rc_env *e = &self->e;
+	uint32_t lkey, rkey;
+
+	env_create(_metadata, self, RC_ACCESS_ALL, MW_BUF);
+	lkey = e->bb.mr->lkey;
+	rkey = e->bb.mr->rkey;
+	rw_ok(_metadata, e, 100, 3000, rkey, 1000, "before");
+	REREG_OR_SKIP(e->bb.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+		      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	EXPECT_EQ(lkey, e->bb.mr->lkey);
+	EXPECT_EQ(rkey, e->bb.mr->rkey);
+	rdma_via(_metadata, e, IBV_WR_RDMA_READ, 100, 3000, rkey,
+		 IBV_WC_SUCCESS, 1001, "READ, now read-only");
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, 100, 3000, rkey,
+		 IBV_WC_REM_ACCESS_ERR, 1002, "WRITE, now read-only");
+	new_pair(_metadata, self);
+	REREG_OR_SKIP(e->bb.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+		      RC_ACCESS_ALL);
+	rw_ok(_metadata, e, 100, 3000, e->bb.mr->rkey, 1003, "writable again");
+}
+
+/* Another PD: not usable by B's QP until it is back. */
+TEST_F(mw, rereg_pd)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_pd *pd2;
+	int r;
+
+	env_create(_metadata, self, RC_ACCESS_ALL, MW_BUF);
+	pd2 = ibv_alloc_pd(self->db->ctx);
+	ASSERT_NE(NULL, pd2);
+	r = rereg(_metadata, e->bb.mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0);
+	if (r == -EOPNOTSUPP) {
+		ibv_dealloc_pd(pd2);
+		SKIP(return, "rxe has no rereg_mr");
+	}
+	ASSERT_EQ(0, r);
+	EXPECT_EQ(pd2, e->bb.mr->pd);
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, 0, 100, e->bb.mr->rkey,
+		 IBV_WC_REM_ACCESS_ERR, 1100, "WRITE, MR in another PD");
+	new_pair(_metadata, self);
+	REREG_OR_SKIP(e->bb.mr, IBV_REREG_MR_CHANGE_PD, self->db->pd, NULL, 0,
+		      0);
+	rw_ok(_metadata, e, 0, 100, e->bb.mr->rkey, 1101, "back in its PD");
+	/* A PD an MR was moved out of can go; the one it is in cannot. */
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+/*
+ * A new translation: new keys for the new memory; the old keys refused and
+ * the old memory untouched.
+ */
+TEST_F(mw, rereg_translation)
+{
+	struct rc_env *e = &self->e;
+	size_t len = 3 * 4096 + 123;
+	uint8_t *nb, *old_img;
+	uint32_t old_rkey;
+
+	env_create(_metadata, self, RC_ACCESS_ALL, MW_BUF);
+	nb = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, nb);
+	old_rkey = e->bb.mr->rkey;
+	{
+		int r = rereg(_metadata, e->bb.mr,
+			      IBV_REREG_MR_CHANGE_TRANSLATION, NULL, nb + 5,
+			      len - 5, 0);
+
+		if (r == -EOPNOTSUPP) {
+			munmap(nb, len);
+			SKIP(return, "rxe has no rereg_mr");
+		}
+		ASSERT_EQ(0, r);
+	}
+	EXPECT_EQ(nb + 5, e->bb.mr->addr);
+	EXPECT_EQ(len - 5, e->bb.mr->length);
+	EXPECT_NE(old_rkey, e->bb.mr->rkey);
+	old_img = malloc(e->bb.size);
+	ASSERT_NE(NULL, old_img);
+	memcpy(old_img, e->bb.p, e->bb.size);
+
+	/* Through the new key into the new memory, all of it. */
+	rc_fill(e->ba.p, len - 5, 1200, 0);
+	{
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)e->ba.p, .length = len - 5,
+			.lkey = e->ba.mr->lkey,
+		};
+		struct ibv_send_wr wr = {
+			.wr_id = 0x7e, .sg_list = &sge, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED,
+		}, *bad = NULL;
+
+		wr.wr.rdma.remote_addr = (uintptr_t)nb + 5;
+		wr.wr.rdma.rkey = e->bb.mr->rkey;
+		ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+		rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
+			.wr_id = 0x7e, .status = IBV_WC_SUCCESS,
+			.opcode = IBV_WC_RDMA_WRITE,
+			.qp_num = e->p.a.qp->qp_num,
+		}, "WRITE into the new memory");
+		EXPECT_SAME_BYTES(nb + 5, e->ba.p, len - 5, "new memory");
+	}
+	EXPECT_SAME_BYTES(e->bb.p, old_img, e->bb.size, "old memory");
+	/* The old key, at the old address. */
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, 0, 100, old_rkey,
+		 IBV_WC_REM_ACCESS_ERR, 1201, "the key before the rereg");
+	free(old_img);
+	/* Put the old memory back before the teardown deregisters. */
+	new_pair(_metadata, self);
+	REREG_OR_SKIP(e->bb.mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+		      e->bb.p, e->bb.size, 0);
+	rw_ok(_metadata, e, 7, 5000, e->bb.mr->rkey, 1202, "the old memory");
+	munmap(nb, len);
+}
+
+/* Refused while a window is bound to the MR; fine after. */
+TEST_F(mw, rereg_busy)
+{
+	struct rc_env *e = &self->e;
+	int r;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	mw_bind(_metadata, &e->p.b, self->mw[0], e->bb.mr, baddr(e, WIN_OFF),
+		WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind");
+	r = rereg(_metadata, e->bb.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
+		  0, MW_MR_ACCESS | IBV_ACCESS_REMOTE_READ);
+	if (r == -EOPNOTSUPP)
+		SKIP(return, "rxe has no rereg_mr");
+	EXPECT_EQ(-EBUSY, r);
+	mw_bind(_metadata, &e->p.b, self->mw[0], NULL, 0, 0, 0,
+		IBV_WC_SUCCESS, "unbind");
+	REREG_OR_SKIP(e->bb.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+		      MW_MR_ACCESS | IBV_ACCESS_REMOTE_READ);
+	rdma_via(_metadata, e, IBV_WR_RDMA_READ, 0, 100, e->bb.mr->rkey,
+		 IBV_WC_SUCCESS, 1300, "READ after the rereg");
+}
+
+/*
+ * A new translation while a 4 MiB READ of the MR runs: the READ completes,
+ * whole or with a remote access error; the new key works.
+ */
+TEST_F_TIMEOUT(mw, rereg_during_read, 120)
+{
+	struct rc_env *e = &self->e;
+	size_t len = 4 << 20;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {
+		.wr_id = 0xbeef, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	struct ibv_wc wc;
+	uint8_t *nb;
+	int r;
+
+	env_create(_metadata, self, RC_ACCESS_ALL, len);
+	nb = mmap(NULL, MW_BUF, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, nb);
+	sge.addr = (uintptr_t)e->ba.p;
+	sge.length = len;
+	sge.lkey = e->ba.mr->lkey;
+	wr.wr.rdma.remote_addr = baddr(e, 0);
+	wr.wr.rdma.rkey = e->bb.mr->rkey;
+	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+	usleep(2000);
+	r = rereg(_metadata, e->bb.mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+		  nb, MW_BUF, 0);
+	ASSERT_EQ(1, rc_poll(e->p.a.scq, &wc, 1, 4 * RC_TIMEOUT_MS));
+	EXPECT_EQ(0xbeef, wc.wr_id);
+	if (r == -EOPNOTSUPP) {
+		munmap(nb, MW_BUF);
+		SKIP(return, "rxe has no rereg_mr");
+	}
+	ASSERT_EQ(0, r);
+	EXPECT_TRUE(wc.status == IBV_WC_SUCCESS ||
+		    wc.status == IBV_WC_REM_ACCESS_ERR) {
+		TH_LOG("status %s", ibv_wc_status_str(wc.status));
+	}
+	TH_LOG("READ during rereg: %s", ibv_wc_status_str(wc.status));
+	if (wc.status != IBV_WC_SUCCESS)
+		new_pair(_metadata, self);
+	{
+		struct rc_env e2 = *e;
+
+		/* rdma_via() addresses B's buffer: point it at the new one. */
+		e2.bb.p = nb;
+		e2.bb.size = MW_BUF;
+		rw_ok(_metadata, &e2, 10, 1000, e->bb.mr->rkey, 1400,
+		      "the new key");
+	}
+	REREG_OR_SKIP(e->bb.mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+		      e->bb.p, e->bb.size, 0);
+	munmap(nb, MW_BUF);
+}
+
+int main(int argc, char **argv)
+{
+	return rc_suite_main(argc, argv);
+}

@@ -129,6 +129,20 @@ static struct ibv_mw *mw_alloc(struct __test_metadata *_metadata,
 	return self->mw[i];
 }
 
+/*
+ * Deallocate window @i.  A type 2 window goes before the QP it is bound
+ * through: rxe (6.1) hangs, then crashes, destroying a QP with a type 2
+ * window bound to it (vrdma's own test of that is qp_destroyed_bound).
+ */
+static void mw_free(struct __test_metadata *_metadata, FIXTURE_DATA(mw) *self,
+		    int i)
+{
+	if (!self->mw[i])
+		return;
+	EXPECT_EQ(0, ibv_dealloc_mw(self->mw[i]));
+	self->mw[i] = NULL;
+}
+
 /* B's address at offset @off. */
 static uint64_t baddr(const struct rc_env *e, size_t off)
 {
@@ -255,6 +269,12 @@ static void send_inv(struct __test_metadata *_metadata, struct rc_env *e,
 		.opcode = IBV_WC_RECV, .qp_num = e->p.b.qp->qp_num,
 	}, what);
 	EXPECT_EQ(100, wc.byte_len);
+	if (rc_cfg.is_rxe && (wc.wc_flags & ~(unsigned int)IBV_WC_GRH) ==
+			     IBV_WC_IP_CSUM_OK) {
+		RC_QUIRK("the kernel's IB_WC_WITH_INVALIDATE (4) in wc_flags, "
+			 "not IBV_WC_WITH_INV (8)");
+		wc.wc_flags = IBV_WC_WITH_INV;
+	}
 	EXPECT_EQ(IBV_WC_WITH_INV, wc.wc_flags & ~(unsigned int)IBV_WC_GRH) {
 		TH_LOG("%s: wc_flags %#x", what, wc.wc_flags);
 	}
@@ -446,6 +466,7 @@ TEST_F_TIMEOUT(mw, access_narrower, 120)
 			 "WRITE, read-only window");
 	}
 	/* And the other way round. */
+	mw_free(_metadata, self, 1);
 	new_pair(_metadata, self);
 	{
 		struct ibv_mw *m = self->mw[0];
@@ -487,19 +508,24 @@ TEST_F_TIMEOUT(mw, out_of_window, 120)
 
 		if (i)
 			new_pair(_metadata, self);
-		/* Type 1 and 2 in turn; a type 2 window follows its QP. */
+		/* Type 1 (rebound) and type 2 (a new one each time) in turn. */
 		m = self->mw[i & 1];
 		if (!m)
 			m = mw_alloc(_metadata, self, i & 1, self->db->pd,
 				     (i & 1) ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1);
-		else if (m->type == IBV_MW_TYPE_2)
-			local_inv(_metadata, &e->p.b, m->rkey,
-				  IBV_WC_SUCCESS, "unbind from the old QP");
 		k = mw_bind(_metadata, &e->p.b, m, e->bb.mr,
 			    baddr(e, WIN_OFF), WIN_LEN, MW_RW,
 			    IBV_WC_SUCCESS, c[i].what);
-		rdma_via(_metadata, e, c[i].op, WIN_OFF + c[i].off, c[i].len,
-			 k, IBV_WC_REM_ACCESS_ERR, 300 + i, c[i].what);
+		if (rc_cfg.is_rxe) {
+			RC_QUIRK("rxe checks the MR's bounds, not the "
+				 "window's: %s not tested", c[i].what);
+		} else {
+			rdma_via(_metadata, e, c[i].op, WIN_OFF + c[i].off,
+				 c[i].len, k, IBV_WC_REM_ACCESS_ERR, 300 + i,
+				 c[i].what);
+		}
+		if (m->type == IBV_MW_TYPE_2)
+			mw_free(_metadata, self, 1);
 	}
 }
 
@@ -525,8 +551,9 @@ TEST_F(mw, type1_old_keys)
 		 IBV_WC_REM_ACCESS_ERR, 401, "the key before the rebind");
 
 	new_pair(_metadata, self);
-	mw_bind(_metadata, &e->p.b, m, NULL, 0, 0, 0, IBV_WC_SUCCESS,
-		"unbind");
+	/* With the MR named (rxe's provider needs one), but length 0. */
+	mw_bind(_metadata, &e->p.b, m, e->bb.mr, baddr(e, WIN_OFF), 0, 0,
+		IBV_WC_SUCCESS, "unbind");
 	rdma_via(_metadata, e, IBV_WR_RDMA_READ, WIN_OFF, 100, k1,
 		 IBV_WC_REM_ACCESS_ERR, 402, "the key before the unbind");
 }
@@ -669,6 +696,38 @@ TEST_F(mw, type2_other_qp)
 	rc_pair_destroy(&e2.p);
 }
 
+/*
+ * The QP a type 2 window was bound through is destroyed: the window works
+ * through no QP, can still be invalidated through another QP of its PD,
+ * bound again and deallocated.
+ */
+TEST_F(mw, qp_destroyed_bound)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_mw *m;
+	uint32_t k;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "rxe (6.1) hangs and crashes destroying a QP "
+		     "with a type 2 window bound to it");
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	m = mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_2);
+	k = mw_bind(_metadata, &e->p.b, m, e->bb.mr, baddr(e, WIN_OFF),
+		    WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind");
+	rw_ok(_metadata, e, WIN_OFF, 100, k, 850, "through its QP");
+	new_pair(_metadata, self);
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, WIN_OFF, 100, k,
+		 IBV_WC_REM_ACCESS_ERR, 851, "its QP destroyed");
+	new_pair(_metadata, self);
+	local_inv(_metadata, &e->p.b, k, IBV_WC_SUCCESS,
+		  "LOCAL_INV through another QP");
+	k = mw_bind(_metadata, &e->p.b, m, e->bb.mr, baddr(e, WIN_OFF),
+		    WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind again");
+	rw_ok(_metadata, e, WIN_OFF, 100, k, 852, "bound again");
+	/* Destroyed bound, then deallocated (by the teardown). */
+	new_pair(_metadata, self);
+}
+
 /* ---- what a bind, LOCAL_INV or SEND_WITH_INV must refuse -------------- */
 
 /*
@@ -707,12 +766,9 @@ TEST_F_TIMEOUT(mw, bind_errors, 120)
 		int access = MW_RW;
 		enum ibv_wc_status st = IBV_WC_MW_BIND_ERR;
 
+		mw_free(_metadata, self, 0);
 		if (c)
 			new_pair(_metadata, self);
-		if (self->mw[0]) {
-			ibv_dealloc_mw(self->mw[0]);
-			self->mw[0] = NULL;
-		}
 		m = mw_alloc(_metadata, self, 0,
 			     c == T2_OTHER_PD || c == T1_OTHER_PD ? pd2 :
 			     self->db->pd,
@@ -777,10 +833,7 @@ TEST_F_TIMEOUT(mw, bind_errors, 120)
 				TH_LOG("%s", what[c]);
 			}
 	}
-	if (self->mw[0]) {
-		EXPECT_EQ(0, ibv_dealloc_mw(self->mw[0]));
-		self->mw[0] = NULL;
-	}
+	mw_free(_metadata, self, 0);
 	EXPECT_EQ(0, ibv_dereg_mr(nobind));
 	EXPECT_EQ(0, ibv_dereg_mr(nolw));
 	EXPECT_EQ(0, ibv_dereg_mr(mr2));
@@ -806,9 +859,14 @@ TEST_F_TIMEOUT(mw, local_inv_errors, 120)
 		  "LOCAL_INV of a type 1 window");
 	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.b.qp));
 	new_pair(_metadata, self);
-	local_inv(_metadata, &e->p.b, m2->rkey, IBV_WC_LOC_QP_OP_ERR,
-		  "LOCAL_INV of an unbound type 2 window");
-	new_pair(_metadata, self);
+	if (rc_cfg.is_rxe) {
+		RC_QUIRK("rxe (6.1) crashes invalidating an unbound type 2 "
+			 "window: not tested");
+	} else {
+		local_inv(_metadata, &e->p.b, m2->rkey, IBV_WC_LOC_QP_OP_ERR,
+			  "LOCAL_INV of an unbound type 2 window");
+		new_pair(_metadata, self);
+	}
 	local_inv(_metadata, &e->p.b, e->bb.mr->rkey, IBV_WC_LOC_QP_OP_ERR,
 		  "LOCAL_INV of an MR");
 	/* The type 1 window still works. */
@@ -853,6 +911,9 @@ TEST_F_TIMEOUT(mw, dealloc_during_read, 120)
 	struct ibv_wc wc;
 	uint32_t k;
 
+	if (rc_cfg.is_rxe)
+		SKIP(return, "rxe (6.1) can lose the READ's completion "
+		     "(WARN in rxe_completer)");
 	env_create(_metadata, self, MW_MR_ACCESS, len + 4096);
 	mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
 	k = mw_bind(_metadata, &e->p.b, self->mw[0], e->bb.mr, baddr(e, 0),
@@ -1039,8 +1100,8 @@ TEST_F(mw, rereg_busy)
 	if (r == -EOPNOTSUPP)
 		SKIP(return, "rxe has no rereg_mr");
 	EXPECT_EQ(-EBUSY, r);
-	mw_bind(_metadata, &e->p.b, self->mw[0], NULL, 0, 0, 0,
-		IBV_WC_SUCCESS, "unbind");
+	mw_bind(_metadata, &e->p.b, self->mw[0], e->bb.mr, baddr(e, WIN_OFF),
+		0, 0, IBV_WC_SUCCESS, "unbind");
 	REREG_OR_SKIP(e->bb.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 		      MW_MR_ACCESS | IBV_ACCESS_REMOTE_READ);
 	rdma_via(_metadata, e, IBV_WR_RDMA_READ, 0, 100, e->bb.mr->rkey,

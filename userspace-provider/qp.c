@@ -207,17 +207,43 @@ int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 				sizeof(cmd));
 }
 
+/* Drops the QP's completions not polled yet from cq (see below). */
+static void vrdma_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
+{
+	struct vrdma_cq *cq;
+
+	if (!ibcq)
+		return;
+	cq = to_vcq(ibcq);
+	pthread_spin_lock(&cq->lock);
+	if (cq->ring.hdr)
+		vrdma_cq_clean_ring(&cq->ring, qpn);
+	pthread_spin_unlock(&cq->lock);
+}
+
 /*
  * The rings are untouched: prod belongs to us and cons to the kernel in
  * every state (to RESET, the kernel drops the WQEs by moving cons up to
- * prod), so that nothing posted before a reset runs after it.
+ * prod), so that nothing posted before a reset runs after it.  Nor does
+ * anything it completed before: the QP's completions not polled yet leave
+ * its CQs (as with mlx5), so that a QP reused after an error does not
+ * find its old flush completions first.  From RESET on the kernel writes
+ * none for it.
  */
 int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		    int attr_mask)
 {
 	struct ibv_modify_qp cmd = {};
+	int ret;
 
-	return ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+	ret = ibv_cmd_modify_qp(qp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (ret || !(attr_mask & IBV_QP_STATE) ||
+	    attr->qp_state != IBV_QPS_RESET)
+		return ret;
+	vrdma_cq_clean(qp->send_cq, qp->qp_num);
+	if (qp->recv_cq != qp->send_cq)
+		vrdma_cq_clean(qp->recv_cq, qp->qp_num);
+	return 0;
 }
 
 int vrdma_destroy_qp(struct ibv_qp *ibqp)

@@ -587,4 +587,37 @@ static inline int vrdma_cq_poll_ring(struct vrdma_uring *cq, int num_entries,
 	return !n && ret == EIO ? -EIO : n;
 }
 
+/*
+ * Removes the completions of QP qpn not polled yet (modify_qp to RESET:
+ * what the QP did before must not be taken for what it does after).  The
+ * others move towards prod in their order and the slots freed in front are
+ * handed back: the kernel only writes at prod, and what lies between cons
+ * and prod is the consumer's.  Returns how many went.  The caller holds the
+ * CQ lock.
+ */
+static inline uint32_t vrdma_cq_clean_ring(struct vrdma_uring *cq,
+					   uint32_t qpn)
+{
+	uint32_t prod = vrdma_load_acquire(&cq->hdr->prod);
+	uint32_t i, freed = 0;
+	struct vrdma_cqe *cqe;
+
+	if (prod - cq->head > cq->num_entries)
+		return 0;	/* garbage: poll_cq reports it */
+	for (i = prod; i != cq->head;) {
+		cqe = vrdma_uring_entry(cq, --i);
+		if (cqe->qp_num == qpn)
+			freed++;
+		else if (freed)
+			memcpy(vrdma_uring_entry(cq, i + freed), cqe,
+			       sizeof(*cqe));
+	}
+	cq->peer = prod;
+	if (freed) {
+		cq->head += freed;
+		vrdma_store_release(&cq->hdr->cons, cq->head);
+	}
+	return freed;
+}
+
 #endif /* VRDMA_RING_H */

@@ -988,7 +988,30 @@ TEST_F(mw, rereg_access)
 	rw_ok(_metadata, e, 100, 3000, e->bb.mr->rkey, 1003, "writable again");
 }
 
-/* Another PD: not usable by B's QP until it is back. */
+/*
+ * Both QPs through RESET and back to RTS, as after an error.  The
+ * completions they made before are gone from their CQs (flushed receives
+ * here): the QP starts afresh.
+ */
+static void restate_pair(struct __test_metadata *_metadata, struct rc_env *e)
+{
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_RESET };
+
+	ASSERT_EQ(0, ibv_modify_qp(e->p.a.qp, &qa, IBV_QP_STATE));
+	ASSERT_EQ(0, ibv_modify_qp(e->p.b.qp, &qa, IBV_QP_STATE));
+	EXPECT_CQ_EMPTY(e->p.a.rcq, "A's receive CQ after RESET");
+	EXPECT_CQ_EMPTY(e->p.b.rcq, "B's receive CQ after RESET");
+	EXPECT_CQ_EMPTY(e->p.a.scq, "A's send CQ after RESET");
+	e->p.a.sq_psn = e->p.b.rq_psn = 0x777;
+	e->p.b.sq_psn = e->p.a.rq_psn = 0x888;
+	rc_qp_connect(_metadata, &e->p.a, &e->p.b, e->p.o.access);
+	rc_qp_connect(_metadata, &e->p.b, &e->p.a, e->p.o.access);
+}
+
+/*
+ * Another PD: not usable by B's QP until it is back (the flow of pyverbs'
+ * test_mr_rereg_pd, which reuses its QPs after the error).
+ */
 TEST_F(mw, rereg_pd)
 {
 	struct rc_env *e = &self->e;
@@ -1005,9 +1028,12 @@ TEST_F(mw, rereg_pd)
 	}
 	ASSERT_EQ(0, r);
 	EXPECT_EQ(pd2, e->bb.mr->pd);
+	/* Receives on both sides, to be flushed by the error. */
+	ASSERT_EQ(0, rc_post_recv(&e->p.a, 0x11, &e->ba, 0, 64));
+	ASSERT_EQ(0, rc_post_recv(&e->p.b, 0x12, &e->bb, 64, 64));
 	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, 0, 100, e->bb.mr->rkey,
 		 IBV_WC_REM_ACCESS_ERR, 1100, "WRITE, MR in another PD");
-	new_pair(_metadata, self);
+	restate_pair(_metadata, e);
 	REREG_OR_SKIP(e->bb.mr, IBV_REREG_MR_CHANGE_PD, self->db->pd, NULL, 0,
 		      0);
 	rw_ok(_metadata, e, 0, 100, e->bb.mr->rkey, 1101, "back in its PD");

@@ -36,13 +36,11 @@ test_mr.DmaBuf*;Allocating dmabuf;dma-buf memory from a GPU (/dev/dri)
 *;Create QP type 4 |Create UD QP;UD QPs are not implemented
 *;Create UC QP;UC QPs are not implemented
 *;Create SRQ is not supported;SRQs are not implemented
-*;Create MW is not supported|Create memory window of type;memory windows are not implemented
 test_tag_matching.*;Extended CQ is not supported;tag matching (on SRQs; its CQs report IBV_WC_EX_WITH_TM_INFO) is not implemented
 test_qpex.*_ud_*;Extended QP is not supported;UD QPs are not implemented
 test_qpex.*_bad_flow;Extended QP is not supported;UD QPs are not implemented (these tests use UD QPs)
 test_qpex.*_atomic_write;Extended QP is not supported;RDMA atomic write is not implemented
 test_qpex.*_bind_mw;Extended QP is not supported;memory windows are not implemented
-*;Rereg MR is not supported;ibv_rereg_mr is not implemented
 *;Create XRCD is not supported;XRC is not implemented
 *;Create QP type 8 |Create Raw Packet QP;raw packet QPs and flow steering are not implemented
 *;ODP is not supported;on-demand paging is not implemented

@@ -462,6 +462,60 @@ static void test_send_imm_inv(void)
 	fake_ring_free(&f);
 }
 
+static void test_send_bind(void)
+{
+	struct ibv_mr mr = { .lkey = 0x4321 };
+	struct ibv_mw mw = { .rkey = 0x80001205, .type = IBV_MW_TYPE_2 };
+	struct ibv_send_wr wr = {
+		.wr_id = 77,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = IBV_SEND_SIGNALED,
+		.bind_mw = {
+			.mw = &mw,
+			.rkey = 0x80001206,
+			.bind_info = {
+				.mr = &mr,
+				.addr = 0x1000000000000003ULL,
+				.length = 0x200000001ULL,
+				.mw_access_flags = IBV_ACCESS_REMOTE_READ |
+						   IBV_ACCESS_REMOTE_WRITE,
+			},
+		},
+	};
+	struct ibv_send_wr *bad = bad_send_sentinel();
+	struct vrdma_send_wqe *wqe;
+	struct fake_ring f;
+
+	fake_ring_init(&f, 8, 128, 0, true);
+	CHECK_EQ(0, vrdma_sq_post(&f.r, &rc_limits, &wr, &bad));
+	wqe = send_slot(&f, 0);
+	CHECK_EQ(IB_UVERBS_WR_BIND_MW, wqe->opcode);
+	CHECK_EQ(77, wqe->wr_id);
+	CHECK_EQ(VRDMA_SEND_SIGNALED, wqe->flags);
+	CHECK_EQ(0x80001205, wqe->bind.mw_rkey);
+	CHECK_EQ(0x80001206, wqe->bind.new_rkey);
+	CHECK_EQ(0x4321, wqe->bind.mr_lkey);
+	CHECK_EQ(0x1000000000000003ULL, wqe->bind.addr);
+	CHECK_EQ(0x200000001ULL, wqe->bind.length);
+	CHECK_EQ(IB_UVERBS_ACCESS_REMOTE_READ | IB_UVERBS_ACCESS_REMOTE_WRITE,
+		 wqe->bind.access);
+	CHECK_EQ(0, wqe->num_sge);
+
+	/* a type 1 unbind names no MR */
+	wr.bind_mw.bind_info.mr = NULL;
+	wr.bind_mw.bind_info.length = 0;
+	CHECK_EQ(0, vrdma_sq_post(&f.r, &rc_limits, &wr, &bad));
+	CHECK_EQ(0, send_slot(&f, 1)->bind.mr_lkey);
+	CHECK_EQ(0, send_slot(&f, 1)->bind.length);
+
+	/* no window at all */
+	wr.bind_mw.mw = NULL;
+	CHECK_EQ(EINVAL, vrdma_sq_post(&f.r, &rc_limits, &wr, &bad));
+	CHECK(bad == &wr);
+	CHECK_EQ(2, hdr(&f)->prod);
+	fake_ring_free(&f);
+}
+
 static void test_send_ud(void)
 {
 	struct vrdma_sq_limits ud = rc_limits;
@@ -921,6 +975,46 @@ static void test_poll_resized(void)
 	fake_ring_free(&f);
 }
 
+/* Reset of a QP: its completions leave the CQ, the others stay in order. */
+static void test_cq_clean(void)
+{
+	static const uint32_t qpn[] = { 7, 9, 7, 7, 9, 11, 7 };
+	const uint32_t start = 0xfffffffd;
+	struct vrdma_cqe cqe = sample_cqe();
+	struct ibv_wc wc[8];
+	struct fake_ring f;
+	unsigned int i;
+
+	fake_ring_init(&f, 8, sizeof(struct vrdma_cqe), start, false);
+	CHECK_EQ(0, vrdma_cq_clean_ring(&f.r, 7));
+	for (i = 0; i < 7; i++) {
+		cqe.wr_id = 100 + i;
+		cqe.qp_num = qpn[i];
+		kernel_produce(&f, &cqe);
+	}
+	/* one polled before the reset */
+	CHECK_EQ(1, vrdma_cq_poll_ring(&f.r, 1, wc));
+	CHECK_EQ(100, wc[0].wr_id);
+	CHECK_EQ(3, vrdma_cq_clean_ring(&f.r, 7));
+	CHECK_EQ(start + 4, hdr(&f)->cons);
+	CHECK_EQ(0, vrdma_cq_clean_ring(&f.r, 7));
+	/* the kernel goes on producing behind them */
+	cqe.wr_id = 107;
+	cqe.qp_num = 11;
+	kernel_produce(&f, &cqe);
+	CHECK_EQ(4, vrdma_cq_poll_ring(&f.r, 8, wc));
+	CHECK_EQ(101, wc[0].wr_id);
+	CHECK_EQ(104, wc[1].wr_id);
+	CHECK_EQ(105, wc[2].wr_id);
+	CHECK_EQ(107, wc[3].wr_id);
+	CHECK_EQ(hdr(&f)->prod, hdr(&f)->cons);
+	/* a prod no kernel can have written: nothing is touched */
+	hdr(&f)->prod += 9;
+	CHECK_EQ(0, vrdma_cq_clean_ring(&f.r, 11));
+	CHECK_EQ(start + 8, hdr(&f)->cons);
+	fake_ring_free(&f);
+}
+
 static const struct tap_test tests[] = {
 	{ "ABI sizes and offsets", test_abi_sizes },
 	{ "ring_info validation", test_ring_info },
@@ -933,6 +1027,7 @@ static const struct tap_test tests[] = {
 	{ "send: atomic CMP_AND_SWP and FETCH_AND_ADD fields",
 	  test_send_atomic },
 	{ "send: imm_data and invalidate_rkey", test_send_imm_inv },
+	{ "send: memory window bind fields", test_send_bind },
 	{ "send: UD address handle, QPN, Q_Key", test_send_ud },
 	{ "send: inline data layout and max_inline_data",
 	  test_send_inline },
@@ -946,6 +1041,7 @@ static const struct tap_test tests[] = {
 	{ "poll: wraparound, partial polls, bad prod", test_poll },
 	{ "poll: starts at the cons the kernel left (resize)",
 	  test_poll_resized },
+	{ "clean: a reset QP's completions leave the CQ", test_cq_clean },
 };
 
 int main(void)

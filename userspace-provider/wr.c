@@ -25,9 +25,9 @@
 #include "vrdma.h"
 
 /*
- * The ops the kernel carries out, by QP type.  Atomics and SEND with
- * invalidate depend on what the device reports (vrdma_wr_check_ops); LOCAL
- * INV, BIND_MW, TSO and the rest are not in the kernel.
+ * The ops the kernel carries out, by QP type.  Atomics, SEND with
+ * invalidate, LOCAL_INV and BIND_MW depend on what the device reports
+ * (vrdma_wr_check_ops); TSO and the rest are not in the kernel.
  */
 #define VRDMA_WR_OPS_UD	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define VRDMA_WR_OPS_UC	(VRDMA_WR_OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | \
@@ -35,6 +35,9 @@
 #define VRDMA_WR_OPS_RC	(VRDMA_WR_OPS_UC | IBV_QP_EX_WITH_RDMA_READ)
 #define VRDMA_WR_OPS_ATOMIC (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
 			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+#define VRDMA_WR_OPS_MW	(IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
+#define VRDMA_WR_OPS_ASK (VRDMA_WR_OPS_ATOMIC | VRDMA_WR_OPS_MW | \
+			  IBV_QP_EX_WITH_SEND_WITH_INV)
 
 /**
  * vrdma_wr_check_ops() - whether a QP of @type can have the builders of
@@ -43,9 +46,10 @@
  * @type: the QP type
  * @send_ops: ibv_qp_init_attr_ex.send_ops_flags
  *
- * Atomics need the device's atomic_cap, SEND with invalidate its memory
- * management extensions; the device is only asked when @send_ops wants
- * them.
+ * Atomics need the device's atomic_cap, LOCAL_INV and BIND_MW its memory
+ * windows, SEND with invalidate something to invalidate (memory windows,
+ * or the memory management extensions' MRs); the device is only asked when
+ * @send_ops wants them.
  *
  * Return: 0, or EOPNOTSUPP (or the query's error).
  */
@@ -59,7 +63,7 @@ int vrdma_wr_check_ops(struct ibv_context *context, enum ibv_qp_type type,
 	switch (type) {
 	case IBV_QPT_RC:
 		ops = VRDMA_WR_OPS_RC | VRDMA_WR_OPS_ATOMIC |
-		      IBV_QP_EX_WITH_SEND_WITH_INV;
+		      IBV_QP_EX_WITH_SEND_WITH_INV | VRDMA_WR_OPS_MW;
 		break;
 	case IBV_QPT_UC:
 		ops = VRDMA_WR_OPS_UC | IBV_QP_EX_WITH_SEND_WITH_INV;
@@ -73,7 +77,7 @@ int vrdma_wr_check_ops(struct ibv_context *context, enum ibv_qp_type type,
 	}
 	if (send_ops & ~ops)
 		return EOPNOTSUPP;
-	if (!(send_ops & (VRDMA_WR_OPS_ATOMIC | IBV_QP_EX_WITH_SEND_WITH_INV)))
+	if (!(send_ops & VRDMA_WR_OPS_ASK))
 		return 0;
 
 	/* the base attributes are enough: one plain QUERY_DEVICE */
@@ -84,9 +88,12 @@ int vrdma_wr_check_ops(struct ibv_context *context, enum ibv_qp_type type,
 	if ((send_ops & VRDMA_WR_OPS_ATOMIC) &&
 	    attr.orig_attr.atomic_cap == IBV_ATOMIC_NONE)
 		return EOPNOTSUPP;
+	if ((send_ops & VRDMA_WR_OPS_MW) &&
+	    !(attr.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW))
+		return EOPNOTSUPP;
 	if ((send_ops & IBV_QP_EX_WITH_SEND_WITH_INV) &&
 	    !(attr.orig_attr.device_cap_flags &
-	      IBV_DEVICE_MEM_MGT_EXTENSIONS))
+	      (IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_MEM_WINDOW)))
 		return EOPNOTSUPP;
 	return 0;
 }
@@ -212,26 +219,35 @@ static void vrdma_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 		vrdma_wqe_set_atomic(wqe, remote_addr, rkey, add, 0);
 }
 
-/*
- * Builders and setters of ops create_qp_ex refuses: never reached by a
- * correct caller, so they only make wr_complete fail instead of crashing.
- */
 static void vrdma_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
-	(void)rkey;
-	vrdma_wr_fail(&to_vqp_ex(qpx)->sq, EOPNOTSUPP);
+	struct vrdma_send_wqe *wqe;
+
+	wqe = vrdma_wr_begin(qpx, IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV);
+	if (wqe)
+		vrdma_wqe_set_inv(wqe, rkey);
 }
 
+/* A type 2 window gets rkey (the application's; see mw.c for type 1). */
 static void vrdma_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
 			     uint32_t rkey,
 			     const struct ibv_mw_bind_info *bind_info)
 {
-	(void)mw;
-	(void)rkey;
-	(void)bind_info;
-	vrdma_wr_fail(&to_vqp_ex(qpx)->sq, EOPNOTSUPP);
+	struct vrdma_send_wqe *wqe;
+
+	if (!mw || !bind_info) {
+		vrdma_wr_fail(&to_vqp_ex(qpx)->sq, EINVAL);
+		return;
+	}
+	wqe = vrdma_wr_begin(qpx, IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW);
+	if (wqe)
+		vrdma_wqe_set_bind(wqe, mw, rkey, bind_info);
 }
 
+/*
+ * Builders and setters of ops create_qp_ex refuses: never reached by a
+ * correct caller, so they only make wr_complete fail instead of crashing.
+ */
 static void vrdma_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr,
 			      uint16_t hdr_sz, uint16_t mss)
 {

@@ -338,6 +338,12 @@ static void kexecute(struct kqp *qp, const struct vrdma_send_wqe *wqe)
 		scatter(wqe->sge, wqe->num_sge, (uint8_t *)&old, sizeof(old));
 		cqe.byte_len = sizeof(old);
 		break;
+	case IB_UVERBS_WR_BIND_MW:
+		cqe.opcode = IBV_WC_BIND_MW;
+		break;
+	case IB_UVERBS_WR_LOCAL_INV:
+		cqe.opcode = IBV_WC_LOCAL_INV;
+		break;
 	default:
 		cqe.status = IBV_WC_LOC_QP_OP_ERR;
 		break;
@@ -1537,6 +1543,7 @@ static struct ibv_qp_ex *qpx;
 #define ATOMIC_WR_OPS							\
 	(IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |				\
 	 IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+#define MW_WR_OPS (IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
 
 /* The caps of create_rc_qp: 8 x 128-byte send WQEs, 4 SGEs, 64 inline. */
 static struct ibv_qp *create_ex_qp(enum ibv_qp_type type, uint64_t ops,
@@ -1666,8 +1673,6 @@ static void test_create_cq_ex(void)
 static void test_create_qp_ex(void)
 {
 	static const uint64_t refused[] = {
-		IBV_QP_EX_WITH_LOCAL_INV,
-		IBV_QP_EX_WITH_BIND_MW,
 		IBV_QP_EX_WITH_TSO,
 		IBV_QP_EX_WITH_ATOMIC_WRITE,
 		1ULL << 40,
@@ -1706,12 +1711,20 @@ static void test_create_qp_ex(void)
 	errno = 0;
 	CHECK(!create_ex_qp(IBV_QPT_RC, IBV_QP_EX_WITH_SEND_WITH_INV, 0));
 	CHECK_EQ(EOPNOTSUPP, errno);
-	CHECK_EQ(queries + 2, k.query_devices);
-	CHECK_EQ(ioctls + 2, k.ioctls);		/* and no QP created */
+	/* memory windows, and invalidating them, as the device says too */
+	errno = 0;
+	CHECK(!create_ex_qp(IBV_QPT_RC, IBV_QP_EX_WITH_LOCAL_INV, 0));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	k.device_cap_flags = IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	errno = 0;
+	CHECK(!create_ex_qp(IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW, 0));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	CHECK_EQ(queries + 4, k.query_devices);
+	CHECK_EQ(ioctls + 4, k.ioctls);		/* and no QP created */
 
 	k.atomic_cap = IBV_ATOMIC_HCA;
-	k.device_cap_flags = IBV_DEVICE_MEM_MGT_EXTENSIONS;
-	xqp = create_ex_qp(IBV_QPT_RC, RC_WR_OPS | ATOMIC_WR_OPS |
+	k.device_cap_flags = IBV_DEVICE_MEM_WINDOW;
+	xqp = create_ex_qp(IBV_QPT_RC, RC_WR_OPS | ATOMIC_WR_OPS | MW_WR_OPS |
 				   IBV_QP_EX_WITH_SEND_WITH_INV, 0);
 	CHECK(xqp);
 	if (!xqp) {
@@ -1876,6 +1889,13 @@ static void wr_api_build(struct ibv_qp_ex *x, const struct ibv_send_wr *wr)
 					wr->wr.atomic.remote_addr,
 					wr->wr.atomic.compare_add);
 		break;
+	case IBV_WR_LOCAL_INV:
+		ibv_wr_local_inv(x, wr->invalidate_rkey);
+		break;
+	case IBV_WR_BIND_MW:
+		ibv_wr_bind_mw(x, wr->bind_mw.mw, wr->bind_mw.rkey,
+			       &wr->bind_mw.bind_info);
+		break;
 	default:
 		break;
 	}
@@ -1915,6 +1935,7 @@ static void test_wr_layout(void)
 	};
 	struct ibv_sge res = { .addr = (uintptr_t)DST + 512, .length = 8,
 			       .lkey = mr->lkey };
+	struct ibv_mw mw = { .rkey = 0x80000305, .type = IBV_MW_TYPE_2 };
 	const uint64_t raddr = (uintptr_t)REMOTE, aaddr = raddr + 256;
 	const struct ibv_send_wr cases[] = {
 		{ .wr_id = 0x61, .sg_list = sg, .num_sge = 3,
@@ -1950,6 +1971,16 @@ static void test_wr_layout(void)
 				 .rkey = mr->rkey } },
 		{ .wr_id = 0x69, .sg_list = sg, .num_sge = 1,
 		  .opcode = IBV_WR_SEND_WITH_INV, .invalidate_rkey = 0xabcd,
+		  .send_flags = IBV_SEND_SIGNALED },
+		{ .wr_id = 0x6a, .opcode = IBV_WR_BIND_MW,
+		  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE,
+		  .bind_mw = { .mw = &mw, .rkey = 0x80000306,
+			       .bind_info = { .mr = mr, .addr = raddr + 1,
+					      .length = 100,
+					      .mw_access_flags =
+						IBV_ACCESS_REMOTE_READ } } },
+		{ .wr_id = 0x6b, .opcode = IBV_WR_LOCAL_INV,
+		  .invalidate_rkey = 0x80000306,
 		  .send_flags = IBV_SEND_SIGNALED },
 	};
 	struct ibv_send_wr wr, *bad = NULL;
@@ -2176,13 +2207,17 @@ static void test_wr_errors(void)
 
 	/* ops create_qp_ex refuses: the first error is the one reported */
 	ibv_wr_start(qpx);
-	ibv_wr_local_inv(qpx, 1);
+	ibv_wr_send_tso(qpx, NULL, 0, 0);
 	ibv_wr_send(qpx);
 	ibv_wr_set_sge_list(qpx, 5, sg);
 	CHECK_EQ(EOPNOTSUPP, ibv_wr_complete(qpx));
 	ibv_wr_start(qpx);
 	ibv_wr_set_sge_list(qpx, 5, sg);
-	ibv_wr_local_inv(qpx, 1);
+	ibv_wr_send_tso(qpx, NULL, 0, 0);
+	CHECK_EQ(EINVAL, ibv_wr_complete(qpx));
+	/* a bind without a window */
+	ibv_wr_start(qpx);
+	ibv_wr_bind_mw(qpx, NULL, 0, NULL);
 	CHECK_EQ(EINVAL, ibv_wr_complete(qpx));
 
 	CHECK_EQ(prod, sq_hdr(xqp)->prod);

@@ -17,11 +17,13 @@
  * (new keys, the old ones refused), refused while windows are bound, and
  * while a READ of the MR runs.
  *
- * Every refused access must leave the target memory untouched.  Variants as
- * in rc_test.c: "loopback" (both QPs on one device) and "two_devices" (one
- * QP on each end of a veth pair); VRDMA_TEST_TYPE=rxe runs the same tests
- * on rdma_rxe, accepting its deviations as logged quirks (rxe has no
- * rereg_mr: those tests skip there).
+ * Every refused access must leave the target memory untouched.  Variants:
+ * "loopback" (both QPs on one device) and "two_devices" (one QP on each end
+ * of a veth pair), as in rc_test.c, and "loopback_wr_api", with the work
+ * requests through the ibv_wr_* API (ibv_wr_bind_mw(), ibv_wr_local_inv(),
+ * ibv_wr_send_inv(), ...) and extended CQs.  VRDMA_TEST_TYPE=rxe runs the
+ * same tests on rdma_rxe, accepting its deviations as logged quirks (rxe
+ * has no rereg_mr: those tests skip there).
  *
  * Runs as root in the test VM; main() (rc_suite.h) sets up the module, a
  * veth pair and the two RDMA devices.
@@ -58,6 +60,7 @@ FIXTURE(mw) {
 
 FIXTURE_VARIANT(mw) {
 	int two_devices;
+	int ex;		/* extended verbs: ibv_wr_bind_mw() and the like */
 };
 
 FIXTURE_VARIANT_ADD(mw, loopback) {
@@ -68,8 +71,15 @@ FIXTURE_VARIANT_ADD(mw, two_devices) {
 	.two_devices = 1,
 };
 
+FIXTURE_VARIANT_ADD(mw, loopback_wr_api) {
+	.two_devices = 0,
+	.ex = 1,
+};
+
 FIXTURE_SETUP(mw)
 {
+	/* Each test runs in a child of its own: this is the child's copy. */
+	rc_cfg.ex = variant->ex;
 	memset(&self->e, 0, sizeof(self->e));
 	rc_dev_open(_metadata, &self->d0, 0);
 	self->da = &self->d0;
@@ -190,7 +200,7 @@ static uint32_t mw_bind(struct __test_metadata *_metadata, struct rc_qp *q,
 		wr.bind_mw.mw = mw;
 		wr.bind_mw.rkey = rkey;
 		wr.bind_mw.bind_info = info;
-		ret = ibv_post_send(q->qp, &wr, &bad);
+		ret = rc_post(q, &wr, &bad);
 		ASSERT_EQ(0, ret) {
 			TH_LOG("%s: post BIND_MW: %s", what, strerror(ret));
 		}
@@ -216,7 +226,7 @@ static void local_inv(struct __test_metadata *_metadata, struct rc_qp *q,
 		.send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey,
 	}, *bad = NULL;
 
-	ASSERT_EQ(0, ibv_post_send(q->qp, &wr, &bad));
+	ASSERT_EQ(0, rc_post(q, &wr, &bad));
 	rc_expect_wc(_metadata, q->scq, &(struct rc_wc_exp){
 		.wr_id = 0x1a7, .status = status, .opcode = IBV_WC_LOCAL_INV,
 		.qp_num = q->qp->qp_num,
@@ -248,7 +258,7 @@ static void send_inv(struct __test_metadata *_metadata, struct rc_env *e,
 
 	rc_fill(e->ba.p, 100, rkey, 0);
 	ASSERT_EQ(0, rc_post_recv(&e->p.b, 0x5e2, &e->bb, RECV_OFF, 128));
-	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+	ASSERT_EQ(0, rc_post(&e->p.a, &wr, &bad));
 	rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
 		.wr_id = 0x5e1, .status = IBV_WC_SUCCESS,
 		.opcode = IBV_WC_SEND, .qp_num = e->p.a.qp->qp_num,
@@ -321,9 +331,9 @@ static void rdma_via(struct __test_metadata *_metadata, struct rc_env *e,
 	memcpy(img, e->bb.p, e->bb.size);
 	wr.wr.rdma.remote_addr = baddr(e, off);
 	wr.wr.rdma.rkey = rkey;
-	ret = ibv_post_send(e->p.a.qp, &wr, &bad);
+	ret = rc_post(&e->p.a, &wr, &bad);
 	ASSERT_EQ(0, ret) {
-		TH_LOG("%s: ibv_post_send: %s", what, strerror(ret));
+		TH_LOG("%s: post: %s", what, strerror(ret));
 	}
 	rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
 		.wr_id = 0xda7a, .status = status,
@@ -923,7 +933,7 @@ TEST_F_TIMEOUT(mw, dealloc_during_read, 120)
 	sge.lkey = e->ba.mr->lkey;
 	wr.wr.rdma.remote_addr = baddr(e, 0);
 	wr.wr.rdma.rkey = k;
-	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+	ASSERT_EQ(0, rc_post(&e->p.a, &wr, &bad));
 	usleep(2000);
 	EXPECT_EQ(0, ibv_dealloc_mw(self->mw[0]));
 	self->mw[0] = NULL;
@@ -1090,7 +1100,7 @@ TEST_F(mw, rereg_translation)
 
 		wr.wr.rdma.remote_addr = (uintptr_t)nb + 5;
 		wr.wr.rdma.rkey = e->bb.mr->rkey;
-		ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+		ASSERT_EQ(0, rc_post(&e->p.a, &wr, &bad));
 		rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
 			.wr_id = 0x7e, .status = IBV_WC_SUCCESS,
 			.opcode = IBV_WC_RDMA_WRITE,
@@ -1160,7 +1170,7 @@ TEST_F_TIMEOUT(mw, rereg_during_read, 120)
 	sge.lkey = e->ba.mr->lkey;
 	wr.wr.rdma.remote_addr = baddr(e, 0);
 	wr.wr.rdma.rkey = e->bb.mr->rkey;
-	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+	ASSERT_EQ(0, rc_post(&e->p.a, &wr, &bad));
 	usleep(2000);
 	r = rereg(_metadata, e->bb.mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
 		  nb, MW_BUF, 0);

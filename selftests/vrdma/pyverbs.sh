@@ -40,7 +40,6 @@ test_tag_matching.*;Extended CQ is not supported;tag matching (on SRQs; its CQs 
 test_qpex.*_ud_*;Extended QP is not supported;UD QPs are not implemented
 test_qpex.*_bad_flow;Extended QP is not supported;UD QPs are not implemented (these tests use UD QPs)
 test_qpex.*_atomic_write;Extended QP is not supported;RDMA atomic write is not implemented
-test_qpex.*_bind_mw;Extended QP is not supported;memory windows are not implemented
 *;Create XRCD is not supported;XRC is not implemented
 *;Create QP type 8 |Create Raw Packet QP;raw packet QPs and flow steering are not implemented
 *;ODP is not supported;on-demand paging is not implemented

@@ -192,6 +192,9 @@ static inline void rc_opts_default(struct rc_opts *o, const struct rc_dev *d)
 		   IBV_QP_EX_WITH_RDMA_READ)
 #define RC_WR_ATOMIC_OPS (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
 			  IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+/* With memory windows: binding and invalidating them. */
+#define RC_WR_MW_OPS (IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | \
+		      IBV_QP_EX_WITH_SEND_WITH_INV)
 
 /* A CQ, extended with rc_cfg.ex; NULL with errno on failure. */
 static inline struct ibv_cq *rc_create_cq(struct rc_dev *d, int cqe,
@@ -248,6 +251,8 @@ static inline void rc_qp_create(struct __test_metadata *_metadata,
 		ia.send_ops_flags = RC_WR_OPS;
 		if (d->attr.atomic_cap != IBV_ATOMIC_NONE)
 			ia.send_ops_flags |= RC_WR_ATOMIC_OPS;
+		if (d->attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW)
+			ia.send_ops_flags |= RC_WR_MW_OPS;
 	}
 	/*
 	 * struct ibv_qp_init_attr_ex begins with struct ibv_qp_init_attr, as
@@ -816,6 +821,16 @@ static inline int rc_post_wr_api(struct ibv_qp_ex *qpx, struct ibv_send_wr *wr)
 		case IBV_WR_SEND_WITH_IMM:
 			ibv_wr_send_imm(qpx, wr->imm_data);
 			break;
+		case IBV_WR_SEND_WITH_INV:
+			ibv_wr_send_inv(qpx, wr->invalidate_rkey);
+			break;
+		case IBV_WR_LOCAL_INV:
+			ibv_wr_local_inv(qpx, wr->invalidate_rkey);
+			continue;	/* no data */
+		case IBV_WR_BIND_MW:
+			ibv_wr_bind_mw(qpx, wr->bind_mw.mw, wr->bind_mw.rkey,
+				       &wr->bind_mw.bind_info);
+			continue;
 		case IBV_WR_RDMA_WRITE:
 			ibv_wr_rdma_write(qpx, wr->wr.rdma.rkey,
 					  wr->wr.rdma.remote_addr);

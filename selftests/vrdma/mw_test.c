@@ -284,6 +284,9 @@ static void send_inv(struct __test_metadata *_metadata, struct rc_env *e,
 		RC_QUIRK("the kernel's IB_WC_WITH_INVALIDATE (4) in wc_flags, "
 			 "not IBV_WC_WITH_INV (8)");
 		wc.wc_flags = IBV_WC_WITH_INV;
+		/* and then rc_poll_ex() did not read the key */
+		if (rc_cfg.ex)
+			wc.invalidated_rkey = rkey;
 	}
 	EXPECT_EQ(IBV_WC_WITH_INV, wc.wc_flags & ~(unsigned int)IBV_WC_GRH) {
 		TH_LOG("%s: wc_flags %#x", what, wc.wc_flags);

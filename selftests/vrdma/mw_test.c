@@ -951,6 +951,40 @@ TEST_F_TIMEOUT(mw, dealloc_during_read, 120)
 	e->bb.mr = NULL;
 }
 
+/*
+ * The process exits with windows bound (to an MR it never deregisters)
+ * and a READ through one running: the kernel cleans up after it (a
+ * deregistration refused while windows are bound is retried after them),
+ * and vm-run fails the suite on any warning.
+ */
+TEST_F(mw, exit_bound)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = {
+		.wr_id = 0xe1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	uint32_t k;
+
+	env_create(_metadata, self, MW_MR_ACCESS, MW_BUF);
+	mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	mw_alloc(_metadata, self, 1, self->db->pd, IBV_MW_TYPE_2);
+	k = mw_bind(_metadata, &e->p.b, self->mw[0], e->bb.mr, baddr(e, 0),
+		    MW_BUF, MW_RW, IBV_WC_SUCCESS, "bind type 1");
+	mw_bind(_metadata, &e->p.b, self->mw[1], e->bb.mr, baddr(e, WIN_OFF),
+		WIN_LEN, MW_RW, IBV_WC_SUCCESS, "bind type 2");
+	sge.addr = (uintptr_t)e->ba.p;
+	sge.length = MW_BUF;
+	sge.lkey = e->ba.mr->lkey;
+	wr.wr.rdma.remote_addr = baddr(e, 0);
+	wr.wr.rdma.rkey = k;
+	ASSERT_EQ(0, rc_post(&e->p.a, &wr, &bad));
+	/* No teardown: everything is left to the kernel. */
+	fflush(stdout);
+	_exit(_metadata->passed ? 0 : 1);
+}
+
 /* ---- ibv_rereg_mr ------------------------------------------------------------ */
 
 /* 0, or skip the test where the device has no rereg_mr (rxe). */

@@ -432,16 +432,15 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 				 IB_EVENT_QP_REQ_ERR);
 		return;
 	}
-	mr = vrdma_mr_get(qp->vdev, rkey);
-	ret = mr ? vrdma_mr_check(mr, qp->pd, rkey, va, sizeof(u64),
-				  IB_ACCESS_REMOTE_ATOMIC) : -EACCES;
-	if (!ret)
+	ret = vrdma_rkey_get(qp, rkey, va, sizeof(u64), IB_ACCESS_REMOTE_ATOMIC,
+			     &mr);
+	if (!ret) {
 		ret = vrdma_mr_atomic(mr, va,
 				      pkt->opcode == IB_OPCODE_RC_COMPARE_SWAP,
 				      be64_to_cpu(atmeth->comp),
 				      be64_to_cpu(atmeth->swap_add), &orig);
-	if (mr)
 		vrdma_mr_put(mr);
+	}
 	if (ret == -EINVAL) {
 		/* Aligned in the MR, not in memory (iova != address). */
 		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,

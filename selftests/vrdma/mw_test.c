@@ -542,6 +542,76 @@ TEST_F_TIMEOUT(mw, out_of_window, 120)
 	}
 }
 
+/* An 8-byte atomic at B's offset @off through @rkey; returns the answer. */
+static uint64_t atomic_via(struct __test_metadata *_metadata,
+			   struct rc_env *e, enum ibv_wr_opcode op, size_t off,
+			   uint32_t rkey, uint64_t compare_add, uint64_t swap,
+			   enum ibv_wc_status status, const char *what)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)e->ba.p, .length = 8,
+		.lkey = e->ba.mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 0xa7, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+
+	memset(e->ba.p, 0xee, 8);
+	wr.wr.atomic.remote_addr = baddr(e, off);
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = compare_add;
+	wr.wr.atomic.swap = swap;
+	ASSERT_EQ(0, rc_post(&e->p.a, &wr, &bad));
+	rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
+		.wr_id = 0xa7, .status = status,
+		.opcode = op == IBV_WR_ATOMIC_FETCH_AND_ADD ?
+			  IBV_WC_FETCH_ADD : IBV_WC_COMP_SWAP,
+		.qp_num = e->p.a.qp->qp_num,
+	}, what);
+	return *(uint64_t *)(void *)e->ba.p;
+}
+
+/* Atomics through a window that grants REMOTE_ATOMIC, and one that does not. */
+TEST_F(mw, atomic)
+{
+	struct rc_opts o = {
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	struct rc_env *e = &self->e;
+	uint64_t *word;
+	uint32_t k1, k2;
+
+	if (self->db->attr.atomic_cap == IBV_ATOMIC_NONE)
+		SKIP(return, "the device has no atomics");
+	rc_pair_create(_metadata, &e->p, self->da, self->db, &o);
+	rc_buf_alloc(_metadata, &e->ba, self->da->pd, MW_BUF, RC_ACCESS_ALL);
+	rc_buf_alloc(_metadata, &e->bb, self->db->pd, MW_BUF, MW_MR_ACCESS);
+	word = (uint64_t *)(void *)(e->bb.p + 8192);
+	*word = 100;
+	mw_alloc(_metadata, self, 0, self->db->pd, IBV_MW_TYPE_1);
+	mw_alloc(_metadata, self, 1, self->db->pd, IBV_MW_TYPE_2);
+	k2 = mw_bind(_metadata, &e->p.b, self->mw[1], e->bb.mr,
+		     baddr(e, WIN_OFF), WIN_LEN, IBV_ACCESS_REMOTE_ATOMIC,
+		     IBV_WC_SUCCESS, "bind an atomic window");
+	k1 = mw_bind(_metadata, &e->p.b, self->mw[0], e->bb.mr,
+		     baddr(e, WIN_OFF), WIN_LEN, MW_RW, IBV_WC_SUCCESS,
+		     "bind a read/write window");
+	EXPECT_EQ(100, atomic_via(_metadata, e, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  8192, k2, 5, 0, IBV_WC_SUCCESS,
+				  "FETCH_AND_ADD"));
+	EXPECT_EQ(105, *word);
+	EXPECT_EQ(105, atomic_via(_metadata, e, IBV_WR_ATOMIC_CMP_AND_SWP,
+				  8192, k2, 105, 7, IBV_WC_SUCCESS,
+				  "CMP_AND_SWP"));
+	EXPECT_EQ(7, *word);
+	atomic_via(_metadata, e, IBV_WR_ATOMIC_FETCH_AND_ADD, 8192, k1, 1, 0,
+		   IBV_WC_REM_ACCESS_ERR, "FETCH_AND_ADD, no REMOTE_ATOMIC");
+	EXPECT_EQ(7, *word);
+	mw_free(_metadata, self, 1);
+}
+
 /* ---- keys that no longer work ---------------------------------------------- */
 
 /* Type 1: the key before a rebind, and after an unbind (length 0). */

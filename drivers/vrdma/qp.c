@@ -96,12 +96,17 @@ static void vrdma_qp_event(struct vrdma_qp *qp, enum ib_event_type type)
  *
  * Every outstanding WQE of the SQ and RQ completes with
  * IB_WC_WR_FLUSH_ERR, in order; WQEs posted later are flushed as they come.
+ * A QP on an SRQ flushes only the receive WQE it holds (the others belong
+ * to the SRQ) and then raises IB_EVENT_QP_LAST_WQE_REACHED: it takes no
+ * more, so its owner may destroy it without losing any.
  */
 void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event)
 {
+	bool entering = qp->state != IB_QPS_ERR;
+
 	lockdep_assert_held(&qp->mutex);
 
-	if (qp->state != IB_QPS_ERR) {
+	if (entering) {
 		qp->state = IB_QPS_ERR;
 		del_timer(&qp->rnr_timer);
 		del_timer(&qp->retrans_timer);
@@ -110,43 +115,78 @@ void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event)
 	}
 	vrdma_flush_sq(qp);
 	vrdma_flush_rq(qp);
+	if (entering && qp->srq)
+		vrdma_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+}
+
+/* Copy the next WQE out of the QP's own RQ: as vrdma_srq_take(). */
+static int vrdma_rq_take(struct vrdma_qp *qp, struct vrdma_recv_wqe *wqe)
+{
+	struct vrdma_queue *q = &qp->rq;
+	u32 count;
+
+	if (vrdma_queue_count(q, &count))
+		return -EIO;
+	if (!count)
+		return 0;
+	memcpy(wqe, vrdma_queue_slot(q, q->kidx),
+	       VRDMA_RECV_WQE_HDR_SIZE +
+	       qp->max_recv_sge * sizeof(struct vrdma_sge));
+	vrdma_queue_consume(q, 1);
+	return 1;
 }
 
 /**
- * vrdma_take_rwqe() - copy the next receive WQE out of the RQ (or SRQ)
+ * vrdma_take_rwqe() - copy the next receive WQE out of the RQ or the SRQ
  * @qp: the QP, mutex held; qp->rwqe must be free
  *
- * The WQE is copied before it is looked at and its slot is returned at
- * once: the process may reuse it while the message is being received.
+ * The responder's one way to a receive WQE, whether the QP has an RQ or
+ * shares an SRQ.  The WQE is copied before it is looked at and its slot is
+ * returned at once: the process may reuse it while the message is being
+ * received.  A malformed WQE (more SGEs than granted) completes with
+ * IB_WC_LOC_QP_OP_ERR; it and a garbage ring put the QP in error.
  *
- * Return: true if a WQE was taken, false if none is posted (RNR) or the
- * ring is garbage (the QP is then in error).
+ * Return: true if a WQE was taken, false if none is posted (RNR) or the QP
+ * is now in error.
  */
 bool vrdma_take_rwqe(struct vrdma_qp *qp)
 {
-	struct vrdma_queue *q = &qp->rq;
 	struct vrdma_rwqe *rw = &qp->rwqe;
-	u32 count, num_sge, i;
+	u32 max_sge, i;
 	u64 total = 0;
+	int ret;
 
-	if (vrdma_queue_count(q, &count)) {
-		vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
-		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+	if (qp->srq) {
+		ret = vrdma_srq_take(qp->srq, rw->wqe);
+		max_sge = qp->srq->max_sge;
+		/* The SRQ's WQEs are checked against the SRQ's PD. */
+		rw->pd = to_vpd(qp->srq->ibsrq.pd);
+	} else {
+		ret = vrdma_rq_take(qp, rw->wqe);
+		max_sge = qp->max_recv_sge;
+		rw->pd = qp->pd;
+	}
+	if (ret <= 0) {
+		if (ret) {
+			vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
+			vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+		}
 		return false;
 	}
-	if (!count)
-		return false;
-
-	memcpy(rw->wqe, vrdma_queue_slot(q, q->kidx), q->entry_size);
-	vrdma_queue_consume(q, 1);
 
 	/* The copy is ours now: check it. */
-	num_sge = rw->wqe->num_sge;
-	if (num_sge > qp->max_recv_sge) {
-		/* Complete it with an error below, where its length is used. */
+	if (rw->wqe->num_sge > max_sge) {
+		struct vrdma_cqe cqe = {
+			.wr_id = rw->wqe->wr_id,
+			.status = IB_WC_LOC_QP_OP_ERR,
+			.opcode = IB_WC_RECV,
+			.qp_num = qp->ibqp.qp_num,
+		};
+
 		vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
-		rw->wqe->num_sge = 0;
-		total = U64_MAX;
+		vrdma_cq_post(qp->rcq, &cqe, false);
+		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+		return false;
 	}
 	for (i = 0; i < rw->wqe->num_sge; i++)
 		total += rw->wqe->sge[i].length;
@@ -342,8 +382,6 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	if (init->qp_type != IB_QPT_RC || init->create_flags || !udata)
 		return -EOPNOTSUPP;
-	if (init->srq)
-		return -EOPNOTSUPP;
 	ret = vrdma_qp_check_cap(vdev, &init->cap, !!init->srq);
 	if (ret)
 		return ret;
@@ -360,7 +398,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->pd = to_vpd(ibqp->pd);
 	qp->scq = to_vcq(init->send_cq);
 	qp->rcq = to_vcq(init->recv_cq);
-	qp->srq = NULL;
+	qp->srq = init->srq ? to_vsrq(init->srq) : NULL;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->state = IB_QPS_RESET;
 	mutex_init(&qp->mutex);

@@ -217,6 +217,9 @@ static void vrdma_complete_rwqe(struct vrdma_qp *qp, struct sk_buff *skb,
 /**
  * vrdma_flush_rq() - complete every posted receive WQE with a flush error
  * @qp: the QP, mutex held, in the error state
+ *
+ * With an SRQ only the WQE the QP holds is flushed: the SRQ's WQEs belong
+ * to the SRQ and other QPs take them.
  */
 void vrdma_flush_rq(struct vrdma_qp *qp)
 {
@@ -228,13 +231,13 @@ void vrdma_flush_rq(struct vrdma_qp *qp)
 	};
 	u32 count;
 
-	if (qp->srq)
-		return;
 	if (qp->rwqe.valid) {
 		cqe.wr_id = qp->rwqe.wqe->wr_id;
 		qp->rwqe.valid = false;
 		vrdma_cq_post(qp->rcq, &cqe, false);
 	}
+	if (qp->srq)
+		return;
 	if (vrdma_queue_count(q, &count))
 		count = 0;	/* garbage index: nothing can be trusted */
 	while (count--) {
@@ -291,7 +294,7 @@ static bool vrdma_exec_send(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ, 0);
 		return true;
 	}
-	ret = vrdma_sgl_copy_from_skb(qp->vdev, qp->pd, rw->wqe->sge,
+	ret = vrdma_sgl_copy_from_skb(qp->vdev, rw->pd, rw->wqe->sge,
 				      rw->wqe->num_sge, rw->offset, skb,
 				      pkt->hdr_len, pkt->paylen);
 	if (ret) {
@@ -694,12 +697,16 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 
 	/*
 	 * Messages that consume a receive WQE need one before anything is
-	 * done: without, the requester is told to retry later (RNR).
+	 * done: without, the requester is told to retry later (RNR).  A
+	 * broken ring or WQE has put this QP in error: the request fails.
 	 */
 	if (((pkt->mask & VRDMA_OPF_SEND) && (pkt->mask & VRDMA_OPF_FIRST)) ||
 	    ((pkt->mask & VRDMA_OPF_WRITE) && (pkt->mask & VRDMA_OPF_IMMDT))) {
 		if (!qp->rwqe.valid && !vrdma_take_rwqe(qp)) {
-			if (qp->state != IB_QPS_ERR)
+			if (qp->state == IB_QPS_ERR)
+				vrdma_send_ack(qp, pkt->psn, VRDMA_SYN_NAK |
+					       VRDMA_NAK_REM_OP_ERR);
+			else
 				vrdma_send_ack(qp, pkt->psn,
 					       VRDMA_SYN_RNR_NAK |
 					       qp->attr.min_rnr_timer);

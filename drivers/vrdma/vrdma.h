@@ -16,6 +16,7 @@
  *   queue.c     the shared rings (SQ, RQ, SRQ, CQ) and their index checks
  *   cq.c        completion queues: writing CQEs, notification
  *   qp.c        queue pairs: creation, the state machine, the QP's task
+ *   srq.c       shared receive queues: one receive ring for many QPs
  *   pkt.h       the RoCEv2 headers (BTH, RETH, AETH, ...) and opcodes
  *   opcode.c    what each BTH opcode carries
  *   icrc.c      the invariant CRC of RoCEv2 packets
@@ -56,6 +57,7 @@ static_assert(sizeof(struct vrdma_recv_wqe) == VRDMA_RECV_WQE_HDR_SIZE);
 static_assert(sizeof(struct vrdma_cqe) == 32);
 static_assert(sizeof(struct vrdma_ring_info) == 24);
 static_assert(sizeof(struct vrdma_create_qp_resp) == 56);
+static_assert(sizeof(struct vrdma_create_srq_resp) == 32);
 
 /*
  * Device limits reported by query_device.  They are the sizes the
@@ -137,6 +139,7 @@ enum vrdma_counter {
  * @num_pd: PDs in existence, held to attr.max_pd
  * @num_cq: CQs in existence, held to attr.max_cq
  * @num_qp: QPs in existence, held to attr.max_qp
+ * @num_srq: SRQs in existence, held to attr.max_srq
  * @qp_xa: QPN -> struct vrdma_qp; lookups under RCU
  * @mr_xa: key index -> struct vrdma_mr; lookups under RCU
  * @mr_key_byte: last key byte used for each index, so a reused index gets
@@ -160,6 +163,7 @@ struct vrdma_dev {
 	atomic_t num_pd;
 	atomic_t num_cq;
 	atomic_t num_qp;
+	atomic_t num_srq;
 	struct xarray qp_xa;
 	struct xarray mr_xa;
 	u8 *mr_key_byte;
@@ -352,12 +356,15 @@ enum vrdma_swqe_state {
  * struct vrdma_rwqe - the responder's copy of the receive WQE in use
  * @wqe: header and SGEs, copied out of the RQ/SRQ ring (kmalloc'ed,
  *	VRDMA_RECV_WQE_HDR_SIZE + VRDMA_MAX_SGE SGEs)
+ * @pd: the PD its lkeys belong to: the QP's, or the SRQ's for a WQE
+ *	taken from an SRQ
  * @length: total bytes its SGEs can take
  * @offset: bytes placed so far
  * @valid: a WQE has been taken for the current message
  */
 struct vrdma_rwqe {
 	struct vrdma_recv_wqe *wqe;
+	struct vrdma_pd *pd;
 	u32 length;
 	u32 offset;
 	bool valid;
@@ -572,10 +579,12 @@ struct vrdma_qp {
 /**
  * struct vrdma_srq - a shared receive queue
  * @ibsrq: ib_core's part
- * @queue: the receive ring
- * @lock: QPs take WQEs from it concurrently
+ * @queue: the receive ring; queue.kidx is the next WQE to take
+ * @lock: QPs take WQEs from it concurrently; protects @queue's consumer
+ *	side, @limit and @error
  * @max_sge: granted SGEs per WQE
  * @limit: SRQ limit for IB_EVENT_SRQ_LIMIT_REACHED, 0 when disarmed
+ * @error: the ring's indices were garbage; no WQE is taken any more
  */
 struct vrdma_srq {
 	struct ib_srq ibsrq;
@@ -583,6 +592,7 @@ struct vrdma_srq {
 	spinlock_t lock;	/* see above */
 	u32 max_sge;
 	u32 limit;
+	bool error;
 };
 
 static inline struct vrdma_dev *to_vdev(struct ib_device *ibdev)
@@ -778,6 +788,15 @@ void vrdma_qp_schedule(struct vrdma_qp *qp);
 void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_take_rwqe(struct vrdma_qp *qp);
+
+/* srq.c */
+int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_recv_wqe *wqe);
 
 /* requester.c, responder.c, completer.c: run by the QP task, under mutex */
 void vrdma_requester(struct vrdma_qp *qp);

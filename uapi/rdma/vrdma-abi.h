@@ -243,7 +243,13 @@ struct vrdma_create_qp_resp {
 	__u32 reserved;
 };
 
-/* create_srq */
+/**
+ * struct vrdma_create_srq_resp - driver data of create_srq
+ * @rq: the SRQ's receive ring, laid out as a QP's RQ (struct
+ *	vrdma_recv_wqe entries)
+ * @srqn: 0; only XRC SRQs would need a number on the wire
+ * @reserved: zero
+ */
 struct vrdma_create_srq_resp {
 	struct vrdma_ring_info rq;
 	__u32 srqn;
@@ -253,7 +259,8 @@ struct vrdma_create_srq_resp {
 /*
  * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h and
  * the provider): ring header 128, SGE 16, send WQE header 64, receive WQE
- * header 16, CQE 32, ring info 24, create_qp response 56 bytes.
+ * header 16, CQE 32, ring info 24, create_qp response 56, create_srq
+ * response 32 bytes.
  */
 
 #endif /* VRDMA_ABI_USER_H */

@@ -148,6 +148,7 @@ struct rc_opts {
 	int timeout;			/* 0: 16 (268 ms) */
 	int retry_cnt;			/* 0: 7 */
 	int rnr_retry;			/* 0: 7 (infinite) */
+	struct ibv_srq *srq;		/* receive through this SRQ */
 };
 
 struct rc_qp {
@@ -244,6 +245,7 @@ static inline void rc_qp_create(struct __test_metadata *_metadata,
 	ia.cap.max_send_sge = o->max_send_sge;
 	ia.cap.max_recv_sge = o->max_recv_sge;
 	ia.cap.max_inline_data = o->max_inline;
+	ia.srq = o->srq;
 	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
 	ia.pd = d->pd;
 	if (rc_cfg.ex) {
@@ -272,9 +274,12 @@ static inline void rc_qp_create(struct __test_metadata *_metadata,
 	/* The granted capabilities are at least what we asked for. */
 	q->cap = ia.cap;
 	ASSERT_LE(o->max_send_wr, q->cap.max_send_wr);
-	ASSERT_LE(o->max_recv_wr, q->cap.max_recv_wr);
 	ASSERT_LE(o->max_send_sge, q->cap.max_send_sge);
-	ASSERT_LE(o->max_recv_sge, q->cap.max_recv_sge);
+	/* With an SRQ the receive capabilities are the SRQ's. */
+	if (!o->srq) {
+		ASSERT_LE(o->max_recv_wr, q->cap.max_recv_wr);
+		ASSERT_LE(o->max_recv_sge, q->cap.max_recv_sge);
+	}
 	EXPECT_EQ(IBV_QPS_RESET, q->qp->state);
 	EXPECT_EQ(IBV_QPT_RC, q->qp->qp_type);
 }

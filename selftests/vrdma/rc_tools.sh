@@ -5,7 +5,8 @@
 # device (server and client on the same device, loopback through its own
 # IPv4 GID) and between two devices on the ends of a veth pair, then
 # perftest's ib_{send,write,read}_{bw,lat} -a and ib_atomic_{bw,lat} (both
-# atomic types) between the two devices.
+# atomic types) between the two devices, and the same over shared receive
+# queues (ibv_srq_pingpong, ib_send_bw --use-srq).
 # Every run must exit 0 on both sides within its timeout.
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, to validate the test).
@@ -208,6 +209,7 @@ run_pair()
 # ibv_rc_pingpong: --chk has the server check the data it receives.
 pp() { echo ibv_rc_pingpong --chk -n "$PINGPONG_ITERS" "$@"; }
 PP_OK='[0-9]+ iters in'
+pp_srq() { echo ibv_srq_pingpong --chk -q 4 -r 64 -n "$PINGPONG_ITERS" "$@"; }
 
 # shellcheck disable=SC2046
 run_pair "ibv_rc_pingpong loopback on $D0" "$PP_OK" \
@@ -247,5 +249,15 @@ for a in ${RC_TOOLS_ATOMIC:-FETCH_AND_ADD CMP_AND_SWAP}; do
 			"$t" -d "$D0" -x "$G0" "${opts[@]}"
 	done
 done
+
+# Shared receive queues: ibv_srq_pingpong --chk with 4 QPs receiving
+# through one SRQ, and ib_send_bw with 2 QPs on one SRQ.
+# shellcheck disable=SC2046
+run_pair "ibv_srq_pingpong $D1 <- $D0, 4 QPs on one SRQ" "$PP_OK" \
+	$(pp_srq -d "$D1" -g "$G1") -- $(pp_srq -d "$D0" -g "$G0")
+run_pair "ib_send_bw --use-srq -q 2 $D1 <- $D0" \
+	'^[[:space:]]*1048576[[:space:]]+[0-9]+' \
+	ib_send_bw -d "$D1" -x "$G1" --use-srq -q 2 -s 1048576 -n "$PERF_ITERS" -F -- \
+	ib_send_bw -d "$D0" -x "$G0" --use-srq -q 2 -s 1048576 -n "$PERF_ITERS" -F
 
 finish

@@ -136,11 +136,11 @@ static struct ibv_srq *srq_create(struct __test_metadata *_metadata,
 }
 
 /*
- * The SRQ on B (@max_wr WQEs of 2 SGEs), @nconn connections and the
+ * The SRQ on B (@max_wr WQEs of @max_sge SGEs), @nconn connections and the
  * buffers; rb is filled with a background pattern that the image copies.
  */
 static void srq_env(struct __test_metadata *_metadata, FIXTURE_DATA(srq) *self,
-		    uint32_t max_wr, int nconn)
+		    uint32_t max_wr, uint32_t max_sge, int nconn)
 {
 	struct rc_opts so, ro;
 	int i;
@@ -151,7 +151,8 @@ static void srq_env(struct __test_metadata *_metadata, FIXTURE_DATA(srq) *self,
 		self->mtu = 128 << self->da->port.active_mtu;
 	self->cap = 4 * self->mtu;
 	self->slot = self->cap + 64;
-	self->srq = srq_create(_metadata, self->db, max_wr, 2, &self->attr);
+	self->srq = srq_create(_metadata, self->db, max_wr, max_sge,
+			       &self->attr);
 	ASSERT_NE(NULL, self->srq);
 
 	for (i = 0; i < nconn; i++) {
@@ -493,7 +494,7 @@ TEST_F_TIMEOUT(srq, many_qps, 240)
 	uint64_t ids[SRQ_CONNS * 12];
 	int i;
 
-	srq_env(_metadata, self, 64, SRQ_CONNS);
+	srq_env(_metadata, self, 64, 2, SRQ_CONNS);
 	srq_post(_metadata, self, SRQ_CONNS * 12 + 8);
 	for (i = 0; i < SRQ_CONNS; i++)
 		srq_send(_metadata, self, i, 12);
@@ -518,7 +519,7 @@ TEST_F(srq, rnr)
 {
 	uint64_t ids[2];
 
-	srq_env(_metadata, self, 16, 2);
+	srq_env(_metadata, self, 16, 2, 2);
 	srq_send(_metadata, self, 0, 1);
 	srq_send(_metadata, self, 1, 1);
 	EXPECT_CQ_EMPTY(self->c[0].s.scq, "send into an empty SRQ");
@@ -546,7 +547,7 @@ TEST_F(srq, write_imm)
 	uint8_t *src;
 	int i;
 
-	srq_env(_metadata, self, 16, 1);
+	srq_env(_metadata, self, 16, 2, 1);
 	c = &self->c[0];
 	srq_post(_metadata, self, 2);
 	/* The target: the last slot of rb, which no WQE uses. */
@@ -591,6 +592,74 @@ TEST_F(srq, write_imm)
 	srq_check_bytes(_metadata, self, "SEND after the WRITEs");
 }
 
+/*
+ * WQEs with as many SGEs as the device allows: a message scattered over
+ * all of them lands byte-exact, in an SRQ and in a QP's own RQ.
+ */
+TEST_F(srq, max_sge)
+{
+	int n = self->db->attr.max_srq_sge, i;
+	struct ibv_sge sge[64];
+	struct srq_conn *c;
+	struct rc_env e;
+	struct rc_opts o;
+	size_t at, len, total = 0;
+	uint8_t *p;
+
+	if (n > 64)
+		n = 64;
+	srq_env(_metadata, self, 4, n, 1);
+	c = &self->c[0];
+	ASSERT_EQ(n, self->attr.max_sge);
+	/* n uneven segments, 3 bytes apart, in slot 0. */
+	for (i = 0, at = 2; i < n; i++) {
+		sge[i].addr = (uintptr_t)self->rb.p + at;
+		sge[i].length = self->cap / n - 3 - i % 5;
+		sge[i].lkey = self->rb.mr->lkey;
+		at += sge[i].length + 3;
+		total += sge[i].length;
+	}
+	ASSERT_LE(at, self->slot);
+	ASSERT_EQ(0, srq_post_sgl(self->srq, 0, sge, n));
+	self->next_wr_id = 1;
+
+	/* All but 7 bytes of the last segment. */
+	len = total - 7;
+	rc_fill(self->sb.p, len, 0x4242, 0);
+	ASSERT_EQ(0, rc_post_send(&c->s, 0x1, IBV_WR_SEND, &self->sb, 0, len,
+				  IBV_SEND_SIGNALED, 0, 0));
+	rc_expect_wc(_metadata, c->s.scq, &(struct rc_wc_exp){
+		.wr_id = 0x1, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
+		.qp_num = c->s.qp->qp_num,
+	}, "SEND over all SGEs");
+	rc_expect_wc(_metadata, c->r.rcq, &(struct rc_wc_exp){
+		.wr_id = 0, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV,
+		.recv = 1, .byte_len = len, .qp_num = c->r.qp->qp_num,
+	}, "receive over all SGEs");
+	for (i = 0, at = 0; i < n; i++) {
+		p = self->img + (sge[i].addr - (uintptr_t)self->rb.p);
+		rc_fill(p, len - at < sge[i].length ? len - at : sge[i].length,
+			0x4242, at);
+		at += sge[i].length;
+	}
+	srq_check_bytes(_metadata, self, "all SGEs");
+
+	/* A QP's own RQ with as many receive SGEs as the device allows. */
+	memset(&o, 0, sizeof(o));
+	o.max_recv_sge = self->db->attr.max_sge;
+	memset(&e, 0, sizeof(e));
+	rc_pair_create(_metadata, &e.p, self->da, self->db, &o);
+	rc_buf_alloc(_metadata, &e.ba, self->da->pd, 64 * 1024, RC_ACCESS_ALL);
+	rc_buf_alloc(_metadata, &e.bb, self->db->pd, 64 * 1024, RC_ACCESS_ALL);
+	rc_xfer(_metadata, &e, &(struct rc_xfer){
+		.op = IBV_WR_SEND, .len = 5000, .lsge = 1, .rsge = RC_MAX_SGE,
+		.seed = 4343, .wr_id = 0x10,
+	});
+	rc_buf_free(&e.ba);
+	rc_buf_free(&e.bb);
+	rc_pair_destroy(&e.p);
+}
+
 /* ---- the SRQ limit ----------------------------------------------------- */
 
 /*
@@ -603,7 +672,7 @@ TEST_F_TIMEOUT(srq, limit, 120)
 	struct ibv_async_event ev;
 	struct ibv_srq_attr sa;
 
-	srq_env(_metadata, self, 16, 2);
+	srq_env(_metadata, self, 16, 2, 2);
 	ctx = self->db->ctx;
 	srq_post(_metadata, self, 16);
 	memset(&sa, 0, sizeof(sa));
@@ -672,7 +741,7 @@ TEST_F(srq, qp_error)
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 	uint64_t ids[6];
 
-	srq_env(_metadata, self, 16, 2);
+	srq_env(_metadata, self, 16, 2, 2);
 	srq_post(_metadata, self, 6);
 	ASSERT_EQ(0, ibv_modify_qp(self->c[0].r.qp, &qa, IBV_QP_STATE));
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(&self->c[0]));
@@ -700,7 +769,7 @@ TEST_F(srq, bad_wqe)
 	uint64_t ids[2];
 	int i, n;
 
-	srq_env(_metadata, self, 16, 2);
+	srq_env(_metadata, self, 16, 2, 2);
 	n = self->attr.max_sge + 1;
 	if (n > (int)(sizeof(sge) / sizeof(sge[0])))
 		SKIP(return, "the device granted %d SGEs", n - 1);
@@ -773,7 +842,7 @@ TEST_F(srq, hostile_num_sge)
 
 	if (rc_cfg.is_rxe)
 		SKIP(return, "writes vrdma's SRQ ring directly");
-	srq_env(_metadata, self, 16, 3);
+	srq_env(_metadata, self, 16, 2, 3);
 	raw_wqe(self, 0, self->attr.max_sge + 1);
 	raw_wqe(self, 1, 0xffffffff);
 	self->next_wr_id = 2;
@@ -810,7 +879,7 @@ TEST_F(srq, hostile_prod)
 
 	if (rc_cfg.is_rxe)
 		SKIP(return, "writes vrdma's SRQ ring directly");
-	srq_env(_metadata, self, 16, 2);
+	srq_env(_metadata, self, 16, 2, 2);
 	srq_post(_metadata, self, 2);
 	r = &to_vsrq(self->srq)->rq.ring;
 	vrdma_store_release(&r->hdr->prod, r->head + 3 * r->num_entries);

@@ -35,7 +35,6 @@ test_mr.DmaBuf*;Allocating dmabuf;dma-buf memory from a GPU (/dev/dri)
 *;Create AH is not supported;address handles (UD) are not implemented
 *;Create QP type 4 |Create UD QP;UD QPs are not implemented
 *;Create UC QP;UC QPs are not implemented
-*;Create SRQ is not supported;SRQs are not implemented
 test_tag_matching.*;Extended CQ is not supported;tag matching (on SRQs; its CQs report IBV_WC_EX_WITH_TM_INFO) is not implemented
 test_qpex.*_ud_*;Extended QP is not supported;UD QPs are not implemented
 test_qpex.*_bad_flow;Extended QP is not supported;UD QPs are not implemented (these tests use UD QPs)

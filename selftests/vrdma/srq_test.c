@@ -445,6 +445,15 @@ TEST_F(srq, attributes)
 	ASSERT_EQ(0, ibv_query_srq(self->srq, &got));
 	EXPECT_EQ(0, got.srq_limit);
 
+	/* A device that does not claim SRQ resizing refuses it. */
+	if (!(da->device_cap_flags & IBV_DEVICE_SRQ_RESIZE)) {
+		sa.max_wr = 2 * got.max_wr;
+		EXPECT_NE(0, ibv_modify_srq(self->srq, &sa, IBV_SRQ_MAX_WR));
+		sa.max_wr = got.max_wr;
+		ASSERT_EQ(0, ibv_query_srq(self->srq, &got));
+		EXPECT_EQ(sa.max_wr, got.max_wr);
+	}
+
 	/* Sizes beyond the device's. */
 	memset(&ia, 0, sizeof(ia));
 	ia.attr.max_wr = da->max_srq_wr + 1;

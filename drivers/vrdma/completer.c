@@ -279,8 +279,9 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 
+	/* Only RC QPs are answered. */
 	if ((qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    !(pkt->mask & VRDMA_OPF_RC)) {
+	    qp->ibqp.qp_type != IB_QPT_RC || !(pkt->mask & VRDMA_OPF_RC)) {
 		kfree_skb(skb);
 		return;
 	}

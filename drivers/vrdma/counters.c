@@ -31,6 +31,9 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_BAD_WQE].name	= "bad_wqes",
 	[VRDMA_CNT_ATOMIC_REPLAYED].name = "atomic_replayed",
 	[VRDMA_CNT_ATOMIC_REPLAY_MISS].name = "atomic_replay_missed",
+	[VRDMA_CNT_QKEY_ERR].name	= "qkey_errors",
+	[VRDMA_CNT_NO_RECV_WQE].name	= "no_recv_wqe",
+	[VRDMA_CNT_DROPPED_MSGS].name	= "dropped_msgs",
 };
 
 /* A counter added to the enum but not named here fails the build. */

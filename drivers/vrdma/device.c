@@ -92,8 +92,10 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 	vrdma_dev_list_del(vdev);
 	if (vdev->net)
 		vrdma_net_dev_close(vdev);
-	WARN_ON(!xa_empty(&vdev->qp_xa) || !xa_empty(&vdev->mr_xa));
+	WARN_ON(!xa_empty(&vdev->qp_xa) || !xa_empty(&vdev->mr_xa) ||
+		!xa_empty(&vdev->ah_xa));
 	xa_destroy(&vdev->qp_xa);
+	xa_destroy(&vdev->ah_xa);
 	xa_destroy(&vdev->mr_xa);
 	kvfree(vdev->mr_key_byte);
 	vrdma_mw_dev_fini(vdev);
@@ -111,11 +113,14 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.create_cq = vrdma_create_cq,
 	.create_qp = vrdma_create_qp,
 	.create_srq = vrdma_create_srq,
+	/* Only user AHs: ib_core refuses kernel ones without .create_ah. */
+	.create_user_ah = vrdma_create_ah,
 	.dealloc_driver = vrdma_dealloc_driver,
 	.dealloc_mw = vrdma_dealloc_mw,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dealloc_ucontext = vrdma_dealloc_ucontext,
 	.dereg_mr = vrdma_dereg_mr,
+	.destroy_ah = vrdma_destroy_ah,
 	.destroy_cq = vrdma_destroy_cq,
 	.destroy_qp = vrdma_destroy_qp,
 	.destroy_srq = vrdma_destroy_srq,
@@ -140,6 +145,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.rereg_user_mr = vrdma_rereg_user_mr,
 	.resize_cq = vrdma_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, vrdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrdma_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_mw, vrdma_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, vrdma_pd, ibpd),
@@ -171,6 +177,7 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	vdev->ndev = ndev;
 	netdev_hold(ndev, &vdev->ndev_tracker, GFP_KERNEL);
 	xa_init_flags(&vdev->qp_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&vdev->ah_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
 	vdev->mr_key_byte = kvzalloc(VRDMA_MAX_MR + 1, GFP_KERNEL);
 	ret = vrdma_mw_dev_init(vdev);

@@ -99,6 +99,20 @@ int vrdma_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
 	return 0;
 }
 
+/**
+ * vrdma_port_mtu() - the port's active MTU in bytes
+ * @vdev: the device
+ *
+ * What query_port reports as active_mtu, cheaply: the size limit of a UD
+ * message, checked per packet.
+ *
+ * Return: 256 to 4096.
+ */
+u32 vrdma_port_mtu(struct vrdma_dev *vdev)
+{
+	return ib_mtu_enum_to_int(vrdma_active_mtu(vdev->ndev));
+}
+
 enum rdma_link_layer vrdma_get_link_layer(struct ib_device *ibdev, u32 port)
 {
 	return IB_LINK_LAYER_ETHERNET;

@@ -137,6 +137,46 @@ static int vrdma_rq_take(struct vrdma_qp *qp, struct vrdma_recv_wqe *wqe)
 }
 
 /**
+ * vrdma_qp_sq_error() - a send WQE of a UC or UD QP failed: stop the SQ
+ * @qp: the QP, mutex held
+ *
+ * The QP goes to SQE (IBA 10.3.1): the WQEs after the failed one are
+ * flushed, and so are those posted later, while receives go on; modify_qp
+ * to RTS starts the SQ again.  RC has no such state: its errors are
+ * vrdma_qp_error().
+ */
+void vrdma_qp_sq_error(struct vrdma_qp *qp)
+{
+	lockdep_assert_held(&qp->mutex);
+
+	if (qp->state == IB_QPS_ERR)
+		return;
+	qp->state = IB_QPS_SQE;
+	del_timer(&qp->rnr_timer);
+	del_timer(&qp->retrans_timer);
+	vrdma_flush_sq(qp);
+}
+
+/**
+ * vrdma_qp_receives() - whether the QP's receive side takes packets
+ * @qp: the QP, mutex held
+ *
+ * Return: true from RTR on, until ERR; in SQE too (UC, UD).
+ */
+bool vrdma_qp_receives(struct vrdma_qp *qp)
+{
+	switch (qp->state) {
+	case IB_QPS_RTR:
+	case IB_QPS_RTS:
+	case IB_QPS_SQD:
+	case IB_QPS_SQE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/**
  * vrdma_take_rwqe() - copy the next receive WQE out of the RQ or the SRQ
  * @qp: the QP, mutex held; qp->rwqe must be free
  *
@@ -366,9 +406,9 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
  *	was granted
  * @udata: the response carries struct vrdma_create_qp_resp
  *
- * Return: 0, -EOPNOTSUPP for QP types and flags not implemented (only RC
- * QPs of user processes today), -EINVAL for capabilities beyond the
- * device's, -ENOMEM past max_qp.
+ * Return: 0, -EOPNOTSUPP for QP types and flags not implemented (RC, UC
+ * and UD QPs of user processes are; QP1 needs kernel verbs), -EINVAL for
+ * capabilities beyond the device's, -ENOMEM past max_qp.
  */
 int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
@@ -380,7 +420,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	u32 qpn;
 	int ret;
 
-	if (init->qp_type != IB_QPT_RC || init->create_flags || !udata)
+	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
+	     init->qp_type != IB_QPT_UD) || init->create_flags || !udata)
 		return -EOPNOTSUPP;
 	ret = vrdma_qp_check_cap(vdev, &init->cap, !!init->srq);
 	if (ret)
@@ -440,42 +481,6 @@ err_queues:
 err_count:
 	atomic_dec(&vdev->num_qp);
 	return ret;
-}
-
-/* Fill the path of a connected QP from its address vector. */
-static int vrdma_qp_set_av(struct vrdma_qp *qp, struct rdma_ah_attr *ah)
-{
-	const struct ib_global_route *grh;
-	const struct ib_gid_attr *sgid;
-	struct vrdma_av *av = &qp->av;
-
-	if (!(rdma_ah_get_ah_flags(ah) & IB_AH_GRH) ||
-	    ah->type != RDMA_AH_ATTR_TYPE_ROCE)
-		return -EINVAL;
-	grh = rdma_ah_read_grh(ah);
-	sgid = grh->sgid_attr;
-	if (!sgid || sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
-		return -EINVAL;
-
-	if (av->sgid_attr)
-		rdma_put_gid_attr(av->sgid_attr);
-	rdma_hold_gid_attr(sgid);
-	av->sgid_attr = sgid;
-	av->dgid = grh->dgid;
-	av->ipv6 = rdma_gid_attr_network_type(sgid) == RDMA_NETWORK_IPV6;
-	if (av->ipv6) {
-		memcpy(&av->saddr6, sgid->gid.raw, sizeof(av->saddr6));
-		memcpy(&av->daddr6, grh->dgid.raw, sizeof(av->daddr6));
-	} else {
-		memcpy(&av->saddr4, sgid->gid.raw + 12, sizeof(av->saddr4));
-		memcpy(&av->daddr4, grh->dgid.raw + 12, sizeof(av->daddr4));
-	}
-	memcpy(av->dmac, ah->roce.dmac, ETH_ALEN);
-	av->tos = grh->traffic_class;
-	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
-	av->flow_label = grh->flow_label;
-	dst_cache_reset(&av->dst_cache);
-	return 0;
 }
 
 /* Check the values of the attributes in @mask; states are checked apart. */
@@ -612,7 +617,7 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		}
 	}
 	if (mask & IB_QP_AV) {
-		ret = vrdma_qp_set_av(qp, &attr->ah_attr);
+		ret = vrdma_av_set(&qp->av, &attr->ah_attr);
 		if (ret) {
 			kfree(res);
 			goto out;

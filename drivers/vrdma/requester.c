@@ -20,6 +20,11 @@
  *
  * Local operations (BIND_MW, LOCAL_INV: mw.c) send nothing: they run when
  * the requester reaches them, in SQ order, and complete in order too.
+ *
+ * UC sends the same packets (in the UC opcode range) but nobody
+ * acknowledges them: a WQE is complete once its last packet is sent.  UD
+ * sends one packet per WQE, to the destination of the WQE's address handle
+ * (ud.c).  A failed WQE of either stops only the SQ (SQE), not the QP.
  */
 #include "vrdma.h"
 #include "pkt.h"
@@ -84,9 +89,13 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 		if (vrdma_cq_post(qp->scq, &cqe, false))
 			status = IB_WC_GENERAL_ERR;
 	}
-	if (status != IB_WC_SUCCESS && qp->state != IB_QPS_ERR)
+	if (status == IB_WC_SUCCESS || qp->state == IB_QPS_ERR)
+		return;
+	if (qp->ibqp.qp_type == IB_QPT_RC || status == IB_WC_GENERAL_ERR)
 		vrdma_qp_error(qp, status == IB_WC_GENERAL_ERR ?
 				   IB_EVENT_QP_FATAL : 0);
+	else
+		vrdma_qp_sq_error(qp);
 }
 
 /**
@@ -140,6 +149,26 @@ static bool vrdma_wqe_local(const struct vrdma_send_wqe *wqe)
 }
 
 /*
+ * UD QPs only send; UC QPs send, write and use memory windows; RC QPs do
+ * everything (UC has no SEND with invalidate opcodes, no READ, no atomics).
+ */
+static bool vrdma_op_on_qp_type(enum ib_qp_type type, u8 opcode)
+{
+	switch (opcode) {
+	case IB_UVERBS_WR_SEND:
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+		return true;
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+	case IB_UVERBS_WR_BIND_MW:
+	case IB_UVERBS_WR_LOCAL_INV:
+		return type != IB_QPT_UD;
+	default:
+		return type == IB_QPT_RC;
+	}
+}
+
+/*
  * Check a WQE copied out of the ring.  Returns IB_WC_SUCCESS or the status
  * the WQE will complete with; its length is set either way.
  */
@@ -151,6 +180,8 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	int ret;
 
 	swqe->length = 0;
+	if (!vrdma_op_on_qp_type(qp->ibqp.qp_type, wqe->opcode))
+		return IB_WC_LOC_QP_OP_ERR;
 	switch (wqe->opcode) {
 	case IB_UVERBS_WR_SEND:
 	case IB_UVERBS_WR_SEND_WITH_IMM:
@@ -273,6 +304,28 @@ static u8 vrdma_req_opcode(struct vrdma_send_wqe *wqe, bool first, bool last)
 	}
 }
 
+/**
+ * vrdma_swqe_gather() - copy bytes of a send WQE's message into a packet
+ * @qp: the QP
+ * @wqe: the kernel's copy of the WQE, checked
+ * @offset: first byte of the message
+ * @buf: where to
+ * @length: bytes
+ *
+ * Return: 0, or a negative errno when an MR went away after the WQE was
+ * checked.
+ */
+int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
+		      u32 offset, void *buf, u32 length)
+{
+	if (wqe->flags & VRDMA_SEND_INLINE) {
+		memcpy(buf, (u8 *)wqe->sge + offset, length);
+		return 0;
+	}
+	return vrdma_sgl_copy(qp->vdev, qp->pd, wqe->sge, wqe->num_sge,
+			      offset, buf, length, false);
+}
+
 /*
  * The AtomicETH: compare-and-swap carries the new value and the one to
  * compare with, fetch-and-add the addend (and a compare field of 0).
@@ -308,13 +361,15 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	/* A READ resent after a loss asks only for what is missing. */
 	u32 done = is_read ? swqe->read_done : 0;
 	u32 psn = qp->req.psn, npsn = 1;
+	u8 opcode = vrdma_req_opcode(wqe, first, last);
 	struct sk_buff *skb;
 	struct vrdma_pkt *pkt;
 	bool ack_req;
-	int ret;
 
-	skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
-			      vrdma_req_opcode(wqe, first, last), paylen);
+	/* UC has the same opcodes as RC, in its own range. */
+	if (qp->ibqp.qp_type == IB_QPT_UC)
+		opcode += IB_OPCODE_UC;
+	skb = vrdma_pkt_alloc(qp->vdev, &qp->av, opcode, paylen);
 	if (!skb)
 		return -ENOMEM;
 	pkt = vrdma_pkt(skb);
@@ -338,29 +393,20 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 
 		ieth->rkey = cpu_to_be32(wqe->ex.invalidate_rkey);
 	}
-	if (paylen) {
-		if (wqe->flags & VRDMA_SEND_INLINE) {
-			memcpy(vrdma_payload(skb),
-			       (u8 *)wqe->sge + offset, paylen);
-		} else {
-			ret = vrdma_sgl_copy(qp->vdev, qp->pd, wqe->sge,
-					     wqe->num_sge, offset,
-					     vrdma_payload(skb), paylen, false);
-			if (ret) {
-				/* An MR went away after the WQE was checked. */
-				kfree_skb(skb);
-				swqe->status = IB_WC_LOC_PROT_ERR;
-				return 0;
-			}
-		}
+	if (paylen && vrdma_swqe_gather(qp, wqe, offset, vrdma_payload(skb),
+					paylen)) {
+		kfree_skb(skb);
+		swqe->status = IB_WC_LOC_PROT_ERR;
+		return 0;
 	}
 
 	if (is_read) {
 		npsn = max(1U, DIV_ROUND_UP(swqe->length - done, qp->mtu));
 		swqe->read_start = done;
 	}
-	ack_req = last || vrdma_psn_diff(psn, qp->req.una) % VRDMA_ACK_EVERY ==
-			  VRDMA_ACK_EVERY - 1;
+	ack_req = qp->ibqp.qp_type == IB_QPT_RC &&
+		  (last || vrdma_psn_diff(psn, qp->req.una) % VRDMA_ACK_EVERY ==
+			   VRDMA_ACK_EVERY - 1);
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, psn,
 		       last && (wqe->flags & VRDMA_SEND_SOLICITED), ack_req);
 
@@ -493,7 +539,9 @@ static bool vrdma_exec_local(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
  */
 void vrdma_requester(struct vrdma_qp *qp)
 {
-	if (qp->state == IB_QPS_ERR) {
+	bool acked = qp->ibqp.qp_type == IB_QPT_RC;
+
+	if (qp->state == IB_QPS_ERR || qp->state == IB_QPS_SQE) {
 		vrdma_flush_sq(qp);
 		return;
 	}
@@ -536,11 +584,16 @@ void vrdma_requester(struct vrdma_qp *qp)
 		}
 		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >= VRDMA_WINDOW)
 			break;
-		if (vrdma_send_packet(qp, swqe)) {
+		if (qp->ibqp.qp_type == IB_QPT_UD ?
+		    vrdma_ud_send_packet(qp, swqe) :
+		    vrdma_send_packet(qp, swqe)) {
 			/* Out of memory: try again on the next run. */
 			vrdma_qp_schedule(qp);
 			break;
 		}
+		/* UC and UD wait for no ACK: a packet sent is done with. */
+		if (!acked)
+			qp->req.una = qp->req.psn;
 		if (swqe->status != IB_WC_SUCCESS) {
 			/* Failed midway: complete it once it is the oldest. */
 			if (qp->sq.kidx != qp->req.cur)
@@ -550,6 +603,8 @@ void vrdma_requester(struct vrdma_qp *qp)
 			vrdma_complete_swqe(qp, swqe, swqe->status);
 			return;
 		}
+		if (!acked && swqe->state == VRDMA_SWQE_SENT)
+			vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
 	}
 
 	if (qp->state == IB_QPS_SQD && qp->req.sqd_event &&

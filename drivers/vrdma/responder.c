@@ -28,6 +28,13 @@
  * remembered, so that a duplicate ATOMIC -- the requester resends it
  * because the answer was lost -- is answered again from there and never
  * executed twice.
+ *
+ * A UC responder runs the same checks and executes SENDs and WRITEs the
+ * same way, but answers nothing: a message it cannot take (a packet lost
+ * or out of sequence, no receive WQE, a refused WRITE) is dropped silently
+ * and counted, and it resumes at the next FIRST or ONLY packet.  Only local
+ * errors (a receive buffer too small or not writable) fail the QP.  UD
+ * requests go to ud.c.
  */
 #include "vrdma.h"
 #include "pkt.h"
@@ -56,7 +63,8 @@ static void vrdma_send_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
 static void vrdma_resp_fatal(struct vrdma_qp *qp, u32 psn, u8 nak,
 			     enum ib_event_type event)
 {
-	vrdma_send_ack(qp, psn, VRDMA_SYN_NAK | nak);
+	if (qp->ibqp.qp_type == IB_QPT_RC)
+		vrdma_send_ack(qp, psn, VRDMA_SYN_NAK | nak);
 	vrdma_qp_error(qp, event);
 }
 
@@ -180,6 +188,32 @@ static void vrdma_send_atomic_ack(struct vrdma_qp *qp,
 	atmack->orig = cpu_to_be64(res->orig);
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, res->psn, false, false);
 	vrdma_pkt_send(qp->vdev, &qp->av, skb);
+}
+
+/*
+ * UC: drop the message in progress, silently: no completion.  A receive
+ * WQE it was filling is kept and filled again from its start by the next
+ * message.
+ */
+static void vrdma_uc_drop(struct vrdma_qp *qp)
+{
+	if (!qp->resp.drop)
+		vrdma_count(qp->vdev, VRDMA_CNT_DROPPED_MSGS);
+	qp->resp.drop = true;
+	qp->rwqe.offset = 0;
+}
+
+/*
+ * The requester asked for something it may not: RC NAKs it and puts the
+ * QP in error; UC has nobody to tell and drops the message.
+ */
+static void vrdma_resp_refuse(struct vrdma_qp *qp, u32 psn, u8 nak,
+			      enum ib_event_type event)
+{
+	if (qp->ibqp.qp_type == IB_QPT_UC)
+		vrdma_uc_drop(qp);
+	else
+		vrdma_resp_fatal(qp, psn, nak, event);
 }
 
 /* Write the receive CQE of the current receive WQE and release it. */
@@ -336,15 +370,15 @@ static void vrdma_exec_write(struct vrdma_qp *qp, struct sk_buff *skb)
 		if (resp->resid > (1U << 31) ||
 		    ((pkt->mask & VRDMA_OPF_LAST) &&
 		     pkt->paylen != resp->resid)) {
-			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
-					 IB_EVENT_QP_REQ_ERR);
+			vrdma_resp_refuse(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+					  IB_EVENT_QP_REQ_ERR);
 			return;
 		}
 	}
 	if (pkt->paylen > resp->resid ||
 	    ((pkt->mask & VRDMA_OPF_LAST) && pkt->paylen != resp->resid)) {
-		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
-				 IB_EVENT_QP_REQ_ERR);
+		vrdma_resp_refuse(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				  IB_EVENT_QP_REQ_ERR);
 		return;
 	}
 	/* Zero-length writes touch no memory and need no valid rkey. */
@@ -354,8 +388,8 @@ static void vrdma_exec_write(struct vrdma_qp *qp, struct sk_buff *skb)
 				     resp->resid : pkt->paylen,
 				     IB_ACCESS_REMOTE_WRITE, &mr);
 		if (ret) {
-			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
-					 IB_EVENT_QP_ACCESS_ERR);
+			vrdma_resp_refuse(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
+					  IB_EVENT_QP_ACCESS_ERR);
 			return;
 		}
 		if (pkt->paylen)
@@ -621,6 +655,88 @@ static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
 			       VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT);
 }
 
+/*
+ * UC: check a request's place in the packet stream.  A FIRST or ONLY packet
+ * always starts a new message, whatever PSN it has: an unfinished message
+ * before it is dropped.  Any other packet must have the next PSN and
+ * continue the message in progress, else that message is dropped.
+ * Returns whether to go on with the packet.
+ */
+static bool vrdma_uc_in_sequence(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
+{
+	struct vrdma_resp *resp = &qp->resp;
+	u32 prev = vrdma_opcode[resp->opcode].mask;
+	bool in_msg = (prev & (VRDMA_OPF_FIRST | VRDMA_OPF_MIDDLE)) &&
+		      !(prev & VRDMA_OPF_LAST);
+
+	/* While dropping, the PSN is not followed. */
+	if (pkt->psn != resp->psn && !resp->drop)
+		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+	if (pkt->mask & VRDMA_OPF_FIRST) {
+		if (in_msg && !resp->drop)
+			vrdma_uc_drop(qp);
+		resp->drop = false;
+		resp->psn = pkt->psn;
+		resp->opcode = 0xff;	/* no message in progress */
+		return true;
+	}
+	if (resp->drop)
+		return false;
+	if (pkt->psn != resp->psn ||
+	    !vrdma_opcode_in_sequence(resp->opcode, pkt->mask)) {
+		vrdma_uc_drop(qp);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * A UC request: as RC, without acknowledgements, RNR and retries; see the
+ * comment at the top.
+ */
+static void vrdma_uc_responder(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_resp *resp = &qp->resp;
+
+	if (!vrdma_qp_receives(qp))
+		goto out;
+	if (!(pkt->mask & VRDMA_OPF_UC) || !(pkt->mask & VRDMA_OPF_REQ)) {
+		/* Another transport's packet: not for this QP. */
+		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
+		goto out;
+	}
+	if (!vrdma_uc_in_sequence(qp, pkt))
+		goto out;
+	if (!vrdma_length_ok(qp, pkt) ||
+	    ((pkt->mask & VRDMA_OPF_WRITE) &&
+	     !(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE))) {
+		vrdma_uc_drop(qp);
+		goto out;
+	}
+	if (((pkt->mask & VRDMA_OPF_SEND) && (pkt->mask & VRDMA_OPF_FIRST)) ||
+	    ((pkt->mask & VRDMA_OPF_WRITE) && (pkt->mask & VRDMA_OPF_IMMDT))) {
+		if (!qp->rwqe.valid && !vrdma_take_rwqe(qp)) {
+			if (qp->state != IB_QPS_ERR) {
+				vrdma_count(qp->vdev, VRDMA_CNT_NO_RECV_WQE);
+				vrdma_uc_drop(qp);
+			}
+			goto out;
+		}
+	}
+
+	if (pkt->mask & VRDMA_OPF_SEND)
+		vrdma_exec_send(qp, skb);
+	else
+		vrdma_exec_write(qp, skb);
+	if (qp->state == IB_QPS_ERR || resp->drop)
+		goto out;
+	resp->opcode = pkt->opcode;
+	resp->psn = vrdma_psn_add(resp->psn, 1);
+out:
+	consume_skb(skb);
+}
+
 /**
  * vrdma_responder() - handle one request packet
  * @qp: the QP, mutex held
@@ -632,6 +748,17 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	struct vrdma_resp *resp = &qp->resp;
 	bool inv_failed = false;
 	int diff;
+
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_UC:
+		vrdma_uc_responder(qp, skb);
+		return;
+	case IB_QPT_UD:
+		vrdma_ud_responder(qp, skb);
+		return;
+	default:
+		break;
+	}
 
 	if ((qp->state != IB_QPS_RTR && qp->state != IB_QPS_RTS &&
 	     qp->state != IB_QPS_SQD) || !(pkt->mask & VRDMA_OPF_RC) ||

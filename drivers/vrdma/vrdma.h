@@ -17,6 +17,7 @@
  *   cq.c        completion queues: writing CQEs, notification
  *   qp.c        queue pairs: creation, the state machine, the QP's task
  *   srq.c       shared receive queues: one receive ring for many QPs
+ *   ah.c        address handles: where a UD send goes
  *   pkt.h       the RoCEv2 headers (BTH, RETH, AETH, ...) and opcodes
  *   opcode.c    what each BTH opcode carries
  *   icrc.c      the invariant CRC of RoCEv2 packets
@@ -24,6 +25,7 @@
  *   requester.c SQ WQEs become request packets
  *   responder.c request packets are checked, placed, and ACKed
  *   completer.c ACKs and read responses complete SQ WQEs
+ *   ud.c        UD datagrams: one packet per message, Q_Key, GRH
  *
  * How a SEND travels: the process writes a WQE into the SQ ring and rings
  * the doorbell (vrdma_post_send); the QP's task (qp.c) runs the requester,
@@ -58,6 +60,11 @@ static_assert(sizeof(struct vrdma_cqe) == 32);
 static_assert(sizeof(struct vrdma_ring_info) == 24);
 static_assert(sizeof(struct vrdma_create_qp_resp) == 56);
 static_assert(sizeof(struct vrdma_create_srq_resp) == 32);
+static_assert(sizeof(struct vrdma_create_ah_resp) == 8);
+/* The GRH type reaches user space as the kernel's enum rdma_network_type. */
+static_assert(RDMA_NETWORK_IPV4 == (int)VRDMA_NETWORK_HDR_IPV4);
+static_assert(RDMA_NETWORK_IPV6 == (int)VRDMA_NETWORK_HDR_IPV6);
+static_assert(sizeof(union rdma_network_hdr) == VRDMA_GRH_SIZE);
 
 /*
  * Device limits reported by query_device.  They are the sizes the
@@ -88,6 +95,9 @@ static_assert(sizeof(struct vrdma_create_srq_resp) == 32);
 /* QPN 0 and 1 are the special QPs; numbers are 24 bits. */
 #define VRDMA_MIN_QPN		2
 #define VRDMA_MAX_QPN		0xffffff
+
+/* A Q_Key in a UD send WQE with this bit set means "the QP's Q_Key". */
+#define VRDMA_QKEY_USE_QP	0x80000000
 
 /*
  * A key is a table index (24 bits) and a key byte that changes on reuse.
@@ -125,6 +135,9 @@ enum vrdma_counter {
 	VRDMA_CNT_BAD_WQE,		/* malformed WQEs found in a ring */
 	VRDMA_CNT_ATOMIC_REPLAYED,	/* duplicate atomics answered again */
 	VRDMA_CNT_ATOMIC_REPLAY_MISS,	/* dropped: duplicate atomic too old */
+	VRDMA_CNT_QKEY_ERR,		/* UD: dropped, wrong Q_Key */
+	VRDMA_CNT_NO_RECV_WQE,		/* UD/UC: dropped, no receive WQE */
+	VRDMA_CNT_DROPPED_MSGS,		/* UC: messages dropped unexecuted */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -140,7 +153,9 @@ enum vrdma_counter {
  * @num_cq: CQs in existence, held to attr.max_cq
  * @num_qp: QPs in existence, held to attr.max_qp
  * @num_srq: SRQs in existence, held to attr.max_srq
+ * @num_ah: AHs in existence, held to attr.max_ah
  * @qp_xa: QPN -> struct vrdma_qp; lookups under RCU
+ * @ah_xa: AH handle -> struct vrdma_ah; lookups under its xa_lock
  * @mr_xa: key index -> struct vrdma_mr; lookups under RCU
  * @mr_key_byte: last key byte used for each index, so a reused index gets
  *	a different key and stale keys are refused
@@ -150,6 +165,7 @@ enum vrdma_counter {
  * @mw_key_byte: as @mr_key_byte, per MW slot
  * @mw_next: where the cyclic search for a free MW slot resumes
  * @qp_next: where the cyclic search for a free QPN resumes
+ * @ah_next: where the cyclic search for a free AH handle resumes
  * @net: the tunnel sockets of the netdev's namespace (net.c)
  * @counters: enum vrdma_counter
  */
@@ -164,7 +180,9 @@ struct vrdma_dev {
 	atomic_t num_cq;
 	atomic_t num_qp;
 	atomic_t num_srq;
+	atomic_t num_ah;
 	struct xarray qp_xa;
+	struct xarray ah_xa;
 	struct xarray mr_xa;
 	u8 *mr_key_byte;
 	u32 mr_next;
@@ -172,6 +190,7 @@ struct vrdma_dev {
 	u8 *mw_key_byte;
 	u32 mw_next;
 	u32 qp_next;
+	u32 ah_next;
 	struct vrdma_net *net;
 	atomic64_t counters[VRDMA_NUM_COUNTERS];
 };
@@ -371,7 +390,8 @@ struct vrdma_rwqe {
 };
 
 /**
- * struct vrdma_av - where a connected QP sends: filled at RTR
+ * struct vrdma_av - a path: where a connected QP (filled at RTR) or an AH
+ *	sends
  * @sgid_attr: source GID entry (RoCEv2, IPv4-mapped or IPv6)
  * @dgid: destination GID
  * @saddr4, @daddr4: IPv4 addresses when @ipv6 is false
@@ -381,7 +401,8 @@ struct vrdma_rwqe {
  * @tos: traffic class
  * @ttl: hop limit
  * @flow_label: IPv6 flow label
- * @sport: UDP source port: a hash of the QPNs, for ECMP entropy
+ * @sport: UDP source port for ECMP entropy: a hash of the QPNs (QP), of
+ *	the flow label or handle (AH)
  * @dst_cache: the route to the destination, looked up once per CPU and
  *	kept while it stays valid
  */
@@ -399,6 +420,24 @@ struct vrdma_av {
 	u32 flow_label;
 	__be16 sport;
 	struct dst_cache dst_cache;
+};
+
+/**
+ * struct vrdma_ah - an address handle: the destination of UD sends
+ * @ibah: ib_core's part; ib_core frees it after destroy_ah
+ * @pd: the PD; only QPs of this PD may send with the AH
+ * @av: the path
+ * @handle: the number UD send WQEs name the AH by (vrdma_send_wqe.ud.ah)
+ * @refs: senders using @av right now, plus one for the handle table
+ * @done: completed when @refs drops to zero
+ */
+struct vrdma_ah {
+	struct ib_ah ibah;
+	struct vrdma_pd *pd;
+	struct vrdma_av av;
+	u32 handle;
+	refcount_t refs;
+	struct completion done;
 };
 
 /* Requests the requester may have sent and not had acknowledged. */
@@ -486,6 +525,8 @@ struct vrdma_rd_atomic {
  *	max_dest_rd_atomic) entries holding the latest READs and ATOMICs
  * @res_num: entries of @res
  * @res_head: the next entry to (re)use, the oldest one
+ * @drop: UC: the message in progress is being dropped; the responder
+ *	resumes at the next FIRST or ONLY packet
  */
 struct vrdma_resp {
 	u32 psn;
@@ -505,6 +546,7 @@ struct vrdma_resp {
 	struct vrdma_rd_atomic *res;
 	u32 res_num;
 	u32 res_head;
+	bool drop;
 };
 
 /**
@@ -649,6 +691,11 @@ static inline bool vrdma_wqe_atomic(const struct vrdma_send_wqe *wqe)
 	       wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+static inline struct vrdma_ah *to_vah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct vrdma_ah, ibah);
+}
+
 /* 24-bit PSN arithmetic: a - b as a signed distance. */
 static inline int vrdma_psn_diff(u32 a, u32 b)
 {
@@ -677,6 +724,7 @@ int vrdma_query_pkey(struct ib_device *ibdev, u32 port, u16 index,
 		     u16 *pkey);
 enum rdma_link_layer vrdma_get_link_layer(struct ib_device *ibdev, u32 port);
 void vrdma_port_update(struct vrdma_dev *vdev);
+u32 vrdma_port_mtu(struct vrdma_dev *vdev);
 
 /* net.c */
 int vrdma_net_init(void);
@@ -786,6 +834,8 @@ int vrdma_qp_init(void);
 void vrdma_qp_exit(void);
 void vrdma_qp_schedule(struct vrdma_qp *qp);
 void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
+void vrdma_qp_sq_error(struct vrdma_qp *qp);
+bool vrdma_qp_receives(struct vrdma_qp *qp);
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_take_rwqe(struct vrdma_qp *qp);
 
@@ -798,8 +848,22 @@ int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_recv_wqe *wqe);
 
-/* requester.c, responder.c, completer.c: run by the QP task, under mutex */
+/* ah.c */
+int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		    struct ib_udata *udata);
+int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags);
+struct vrdma_ah *vrdma_ah_get(struct vrdma_dev *vdev, u32 handle,
+			      struct vrdma_pd *pd);
+void vrdma_ah_put(struct vrdma_ah *ah);
+int vrdma_av_set(struct vrdma_av *av, const struct rdma_ah_attr *attr);
+
+/*
+ * requester.c, responder.c, completer.c, ud.c: run by the QP task, under
+ * its mutex
+ */
 void vrdma_requester(struct vrdma_qp *qp);
+int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
+		      u32 offset, void *buf, u32 length);
 void vrdma_flush_sq(struct vrdma_qp *qp);
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
@@ -814,5 +878,7 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 void vrdma_retrans_arm(struct vrdma_qp *qp);
 void vrdma_fail_head(struct vrdma_qp *qp, u8 status);
 struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
+int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
+void vrdma_ud_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 
 #endif /* VRDMA_H */

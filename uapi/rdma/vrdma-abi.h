@@ -89,7 +89,8 @@ enum vrdma_send_flags {
  * @reserved: must be zero
  * @rdma: RDMA WRITE/READ target
  * @atomic: atomic operation target and operands
- * @ud: UD destination; @ud.ah is the handle create_ah returned
+ * @ud: UD destination: @ud.ah is vrdma_create_ah_resp.ah; a
+ *	@ud.remote_qkey with the high bit set sends the QP's own Q_Key
  * @bind: BIND_MW: the memory window whose rkey has the index (the upper 24
  *	bits) of @bind.mw_rkey is bound to [@bind.addr, @bind.addr +
  *	@bind.length) of the MR @bind.mr_lkey with the rights @bind.access
@@ -184,7 +185,8 @@ enum vrdma_wc_flags {
  * @qp_num: the local QP
  * @src_qp: the sending QP (UD)
  * @vendor_err: driver detail for an error status
- * @network_hdr_type: enum ibv_... of the GRH in front of UD data
+ * @network_hdr_type: enum vrdma_network_hdr_type: what the 40 bytes in
+ *	front of UD data hold
  * @reserved: zero
  */
 struct vrdma_cqe {
@@ -203,6 +205,21 @@ struct vrdma_cqe {
 	__u8 network_hdr_type;
 	__u8 reserved;
 };
+
+/*
+ * vrdma_cqe.network_hdr_type.  A UD receive buffer starts with 40 bytes for
+ * the GRH: the IPv6 header, or 20 zero bytes and the IPv4 header (the
+ * layout of ib_core's union rdma_network_hdr).  The values are the kernel's
+ * enum rdma_network_type.
+ */
+enum vrdma_network_hdr_type {
+	VRDMA_NETWORK_HDR_NONE	= 0,
+	VRDMA_NETWORK_HDR_IPV4	= 2,
+	VRDMA_NETWORK_HDR_IPV6	= 3,
+};
+
+/* The bytes in front of the data of every UD receive. */
+#define VRDMA_GRH_SIZE	40
 
 /*
  * Driver data of the create/resize commands.  The kernel answers each ring
@@ -256,11 +273,22 @@ struct vrdma_create_srq_resp {
 	__u32 reserved;
 };
 
+/**
+ * struct vrdma_create_ah_resp - driver data of create_ah
+ * @ah: the handle a UD send WQE names the AH by (vrdma_send_wqe.ud.ah);
+ *	never 0.  The kernel only accepts it on QPs of the AH's PD.
+ * @reserved: zero
+ */
+struct vrdma_create_ah_resp {
+	__u32 ah;
+	__u32 reserved;
+};
+
 /*
  * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h and
  * the provider): ring header 128, SGE 16, send WQE header 64, receive WQE
  * header 16, CQE 32, ring info 24, create_qp response 56, create_srq
- * response 32 bytes.
+ * response 32, create_ah response 8 bytes.
  */
 
 #endif /* VRDMA_ABI_USER_H */

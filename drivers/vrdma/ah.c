@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Address handles: where a UD send goes.
+ *
+ * A connected QP learns its destination once, at RTR; a UD QP names it in
+ * every send WQE, by an address handle.  The AH holds the path (source
+ * GID, destination GID and the IP addresses they are, hop limit, traffic
+ * class, flow label; ib_core has resolved the destination MAC before we are
+ * called) and lives only in the kernel: the process knows it by a handle,
+ * which create_ah returns in its driver data and the provider writes into
+ * vrdma_send_wqe.ud.ah.
+ *
+ * The handle comes from shared memory, so it is untrusted: the requester
+ * looks it up in the device's table and uses the AH only if it belongs to
+ * the sending QP's PD.  AHs of another PD, and so of another process, are
+ * refused like handles that do not exist.
+ */
+#include <net/ipv6.h>
+#include <rdma/ib_cache.h>
+
+#include "vrdma.h"
+
+/* Handles are small numbers; 0 is never one, so a zeroed WQE names none. */
+#define VRDMA_AH_HANDLE_MAX	0xffffff
+
+/**
+ * vrdma_av_set() - fill a path from an address vector
+ * @av: the path; a source GID it held before is released
+ * @attr: a RoCE address vector with a GRH and a RoCEv2 source GID
+ *
+ * Return: 0, or -EINVAL for an address vector that is not RoCEv2 or whose
+ * destination GID is not of the source GID's IP version.
+ */
+int vrdma_av_set(struct vrdma_av *av, const struct rdma_ah_attr *attr)
+{
+	const struct ib_global_route *grh;
+	const struct ib_gid_attr *sgid;
+	bool ipv6;
+
+	if (!(rdma_ah_get_ah_flags(attr) & IB_AH_GRH) ||
+	    attr->type != RDMA_AH_ATTR_TYPE_ROCE)
+		return -EINVAL;
+	grh = rdma_ah_read_grh(attr);
+	sgid = grh->sgid_attr;
+	if (!sgid || sgid->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return -EINVAL;
+	ipv6 = rdma_gid_attr_network_type(sgid) == RDMA_NETWORK_IPV6;
+	/* An IPv4 source cannot reach an IPv6 destination, nor the reverse. */
+	if (ipv6 == ipv6_addr_v4mapped((struct in6_addr *)grh->dgid.raw))
+		return -EINVAL;
+
+	if (av->sgid_attr)
+		rdma_put_gid_attr(av->sgid_attr);
+	rdma_hold_gid_attr(sgid);
+	av->sgid_attr = sgid;
+	av->dgid = grh->dgid;
+	av->ipv6 = ipv6;
+	if (ipv6) {
+		memcpy(&av->saddr6, sgid->gid.raw, sizeof(av->saddr6));
+		memcpy(&av->daddr6, grh->dgid.raw, sizeof(av->daddr6));
+	} else {
+		memcpy(&av->saddr4, sgid->gid.raw + 12, sizeof(av->saddr4));
+		memcpy(&av->daddr4, grh->dgid.raw + 12, sizeof(av->daddr4));
+	}
+	memcpy(av->dmac, attr->roce.dmac, ETH_ALEN);
+	av->tos = grh->traffic_class;
+	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
+	av->flow_label = grh->flow_label;
+	dst_cache_reset(&av->dst_cache);
+	return 0;
+}
+
+/**
+ * vrdma_create_ah() - create an address handle for a process (create_user_ah)
+ * @ibah: ib_core's AH, embedded in ours; ibah->pd is its PD
+ * @init: the address vector (ib_core has resolved the destination MAC)
+ * @udata: the response carries struct vrdma_create_ah_resp
+ *
+ * Return: 0, -EOPNOTSUPP for kernel AHs (no kernel verbs yet), -EINVAL for
+ * an address vector vrdma cannot send to or a response too short for the
+ * handle, -ENOMEM past max_ah.
+ */
+int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct vrdma_dev *vdev = to_vdev(ibah->device);
+	struct vrdma_ah *ah = to_vah(ibah);
+	struct vrdma_create_ah_resp resp = {};
+	u32 handle, fl;
+	int ret;
+
+	if (!udata)
+		return -EOPNOTSUPP;
+	/* Without the handle the process could not use the AH. */
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	if (atomic_inc_return(&vdev->num_ah) > vdev->attr.max_ah) {
+		ret = -ENOMEM;
+		goto err_count;
+	}
+
+	ah->pd = to_vpd(ibah->pd);
+	refcount_set(&ah->refs, 1);
+	init_completion(&ah->done);
+	ret = dst_cache_init(&ah->av.dst_cache, GFP_KERNEL);
+	if (ret)
+		goto err_count;
+	ret = vrdma_av_set(&ah->av, init->ah_attr);
+	if (ret)
+		goto err_av;
+
+	/*
+	 * Cyclic: a handle is not reused soon, so a WQE still naming a
+	 * destroyed AH most likely fails instead of reaching another one.
+	 */
+	ret = xa_alloc_cyclic(&vdev->ah_xa, &handle, NULL,
+			      XA_LIMIT(1, VRDMA_AH_HANDLE_MAX), &vdev->ah_next,
+			      GFP_KERNEL);
+	if (ret < 0)
+		goto err_av;
+	ah->handle = handle;
+	/*
+	 * One UDP source port per AH: UD has no connection whose QPNs could
+	 * be hashed, so the flow label, or else the handle, gives the entropy.
+	 */
+	fl = ah->av.flow_label ? : handle & IB_GRH_FLOWLABEL_MASK;
+	ah->av.sport = cpu_to_be16(rdma_flow_label_to_udp_sport(fl));
+
+	resp.ah = handle;
+	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_xa;
+	/* Visible to senders only when complete. */
+	xa_store(&vdev->ah_xa, handle, ah, GFP_KERNEL);
+	return 0;
+
+err_xa:
+	xa_erase(&vdev->ah_xa, handle);
+err_av:
+	if (ah->av.sgid_attr)
+		rdma_put_gid_attr(ah->av.sgid_attr);
+	dst_cache_destroy(&ah->av.dst_cache);
+err_count:
+	atomic_dec(&vdev->num_ah);
+	return ret;
+}
+
+/**
+ * vrdma_destroy_ah() - destroy an AH, with sends using it in flight or not
+ * @ibah: the AH
+ * @flags: RDMA_DESTROY_AH_SLEEPABLE; user AHs are always destroyed in
+ *	process context
+ *
+ * Once the handle is out of the table no sender can find the AH; we wait
+ * for those that did (each sends one packet) before ib_core frees it.
+ *
+ * Return: 0
+ */
+int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	struct vrdma_dev *vdev = to_vdev(ibah->device);
+	struct vrdma_ah *ah = to_vah(ibah);
+
+	xa_erase(&vdev->ah_xa, ah->handle);
+	vrdma_ah_put(ah);
+	wait_for_completion(&ah->done);
+
+	rdma_put_gid_attr(ah->av.sgid_attr);
+	dst_cache_destroy(&ah->av.dst_cache);
+	atomic_dec(&vdev->num_ah);
+	return 0;
+}
+
+/**
+ * vrdma_ah_get() - look an AH handle up for a send
+ * @vdev: the device
+ * @handle: from a send WQE (untrusted)
+ * @pd: the sending QP's PD
+ *
+ * The lookup and the reference are taken under the table's lock, which
+ * destroy_ah's erase also takes: an AH found here is not freed before
+ * vrdma_ah_put().
+ *
+ * Context: process (the QP's task).
+ * Return: the AH with a reference, or NULL if no AH of @pd has @handle.
+ */
+struct vrdma_ah *vrdma_ah_get(struct vrdma_dev *vdev, u32 handle,
+			      struct vrdma_pd *pd)
+{
+	struct vrdma_ah *ah;
+
+	xa_lock(&vdev->ah_xa);
+	ah = xa_load(&vdev->ah_xa, handle);
+	if (ah && ah->pd == pd)
+		refcount_inc(&ah->refs);
+	else
+		ah = NULL;
+	xa_unlock(&vdev->ah_xa);
+	return ah;
+}
+
+void vrdma_ah_put(struct vrdma_ah *ah)
+{
+	if (refcount_dec_and_test(&ah->refs))
+		complete(&ah->done);
+}

@@ -55,6 +55,8 @@ static_assert(sizeof(struct vrdma_create_qp_resp) == 56,
 	      "vrdma_create_qp_resp");
 static_assert(sizeof(struct vrdma_create_srq_resp) == 32,
 	      "vrdma_create_srq_resp");
+static_assert(sizeof(struct vrdma_create_ah_resp) == 8,
+	      "vrdma_create_ah_resp");
 
 /* SGEs are copied between struct ibv_sge and the ring as they are. */
 static_assert(sizeof(struct ibv_sge) == sizeof(struct vrdma_sge) &&
@@ -223,6 +225,23 @@ static inline void vrdma_uring_publish(struct vrdma_uring *r)
 /* ------------------------------------------------------------------------
  * Send queue.
  */
+
+/*
+ * An address handle.  ibv_ah.handle is libibverbs' name for it in commands;
+ * a UD send WQE names it by the kernel's own handle, which create_ah
+ * returned as driver data.
+ */
+struct vrdma_ah {
+	struct ibv_ah ibv_ah;
+	uint32_t ah_num;
+};
+
+static inline uint32_t vrdma_ah_num(const struct ibv_ah *ah)
+{
+	return ((const struct vrdma_ah *)((const char *)ah -
+					  offsetof(struct vrdma_ah, ibv_ah)))
+		->ah_num;
+}
 
 /* What post_send checks a work request against; fixed at create_qp. */
 struct vrdma_sq_limits {
@@ -394,8 +413,8 @@ static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
 	}
 
 	if (lim->ud) {
-		vrdma_wqe_set_ud(wqe, wr->wr.ud.ah->handle, wr->wr.ud.remote_qpn,
-				 wr->wr.ud.remote_qkey);
+		vrdma_wqe_set_ud(wqe, vrdma_ah_num(wr->wr.ud.ah),
+				 wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
 	} else {
 		switch (wr->opcode) {
 		case IBV_WR_RDMA_WRITE:

@@ -131,12 +131,12 @@ int vrdma_dereg_mr(struct verbs_mr *vmr)
 }
 
 /*
- * For UD: a UD send WQE names its destination by the kernel's AH handle,
- * so the AH lives in the kernel only.
+ * For UD: the AH lives in the kernel only; a UD send WQE names it by the
+ * handle the kernel returns as driver data.
  */
 struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct ib_uverbs_create_ah_resp resp = {};
+	struct vrdma_cmd_create_ah_resp resp = {};
 	struct vrdma_ah *ah;
 	int ret;
 
@@ -144,12 +144,23 @@ struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	if (!ah)
 		return NULL;
 
-	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp, sizeof(resp));
+	ret = ibv_cmd_create_ah(pd, &ah->ibv_ah, attr, &resp.ibv_resp,
+				sizeof(resp));
 	if (ret) {
 		free(ah);
 		errno = ret;
 		return NULL;
 	}
+	/* 0 is never a handle: a kernel that did not answer */
+	if (!resp.drv_payload.ah) {
+		vrdma_err(&to_vctx(pd->context)->ibv_ctx,
+			  "create_ah: no AH handle from the kernel\n");
+		ibv_cmd_destroy_ah(&ah->ibv_ah);
+		free(ah);
+		errno = EPROTO;
+		return NULL;
+	}
+	ah->ah_num = resp.drv_payload.ah;
 	return &ah->ibv_ah;
 }
 

@@ -66,6 +66,8 @@ VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_qp, ibv_create_qp, vrdma_verbs_empty,
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_srq, ibv_create_srq,
 		      vrdma_verbs_empty, ib_uverbs_create_srq_resp,
 		      vrdma_create_srq_resp);
+VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_ah, ibv_create_ah, vrdma_verbs_empty,
+		      ib_uverbs_create_ah_resp, vrdma_create_ah_resp);
 
 struct vrdma_device {
 	struct verbs_device ibv_dev;
@@ -79,9 +81,7 @@ struct vrdma_pd {
 	struct ibv_pd ibv_pd;
 };
 
-struct vrdma_ah {
-	struct ibv_ah ibv_ah;
-};
+/* struct vrdma_ah is in ring.h: post_send needs it. */
 
 /*
  * Several threads may poll one CQ: lock is taken around every ring access,

@@ -275,24 +275,21 @@ static void vrdma_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
 /* ---- setters ----------------------------------------------------------- */
 
 /*
- * The destination of a UD WQE.  A UD WQE names its AH by a handle of the
- * kernel driver's own, which struct vrdma_ah does not carry yet (the uverbs
- * handle in struct ibv_ah is not one the driver can look up): until it
- * does, this fails the batch.
+ * The destination of a UD WQE: the AH by the kernel driver's own handle
+ * (the uverbs handle in struct ibv_ah is not one the driver can look up).
  */
 static void vrdma_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 				 uint32_t remote_qpn, uint32_t remote_qkey)
 {
 	struct vrdma_sq *sq = &to_vqp_ex(qpx)->sq;
 
-	(void)ah;
-	(void)remote_qpn;
-	(void)remote_qkey;
-	if (!sq->wr.wqe || !sq->limits.ud) {
+	if (!sq->wr.wqe || !sq->limits.ud || !ah) {
 		vrdma_wr_fail(sq, EINVAL);
 		return;
 	}
-	vrdma_wr_fail(sq, EOPNOTSUPP);
+	vrdma_wqe_set_ud(sq->wr.wqe, vrdma_ah_num(ah), remote_qpn,
+			 remote_qkey);
+	sq->wr.ud_addr_missing = false;
 }
 
 static void vrdma_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,

@@ -656,13 +656,15 @@ static int kinvoke_write(struct ib_uverbs_ioctl_hdr *hdr)
 		return 0;
 	}
 	case IB_USER_VERBS_CMD_CREATE_AH: {
+		/* libibverbs' handle, and the driver's own as driver data */
 		struct ib_uverbs_create_ah_resp resp = { .ah_handle = 0x77 };
+		struct vrdma_create_ah_resp drv = { .ah = 0x4711 };
 
 		if (inlen < sizeof(struct ib_uverbs_create_ah) ||
 		    outlen < sizeof(resp))
 			return EINVAL;
 		memcpy(out, &resp, sizeof(resp));
-		return 0;
+		return kuhw_out(hdr, &drv, sizeof(drv));
 	}
 	case IB_USER_VERBS_CMD_RESIZE_CQ:
 		if (inlen < sizeof(struct ib_uverbs_resize_cq))
@@ -2257,11 +2259,13 @@ static void test_wr_errors(void)
 	CHECK_EQ(0, ibv_destroy_qp(q2));
 }
 
-/* UD: no AH handle the kernel can use yet, and none is no request. */
+/* UD: the kernel's AH handle in the WQE, and no address is no request. */
 static void test_wr_ud(void)
 {
 	struct ibv_ah_attr ah_attr = { .is_global = 1, .port_num = 1 };
+	struct vrdma_send_wqe *wqe = (struct vrdma_send_wqe *)k.last_wqe;
 	struct ibv_qp_ex *x;
+	struct ibv_wc wc[2];
 	struct ibv_ah *ah;
 	struct ibv_qp *q;
 	int ioctls;
@@ -2285,12 +2289,20 @@ static void test_wr_ud(void)
 	CHECK_EQ(0, ibv_modify_qp(q, &(struct ibv_qp_attr){
 					.qp_state = IBV_QPS_RTS,
 				  }, IBV_QP_STATE | IBV_QP_SQ_PSN));
-	ioctls = k.ioctls;
 	ibv_wr_start(x);
+	x->wr_id = 21;
+	x->wr_flags = IBV_SEND_SIGNALED;
 	ibv_wr_send(x);
 	ibv_wr_set_ud_addr(x, ah, 0xabcdef, 0x11111111);
 	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)SRC, 4);
-	CHECK_EQ(EOPNOTSUPP, ibv_wr_complete(x));
+	CHECK_EQ(0, ibv_wr_complete(x));
+	CHECK_EQ(0x4711, wqe->ud.ah);
+	CHECK_EQ(0xabcdef, wqe->ud.remote_qpn);
+	CHECK_EQ(0x11111111, wqe->ud.remote_qkey);
+	CHECK_EQ(1, poll_ex(wc, 2));
+	CHECK_EQ(21, wc[0].wr_id);
+
+	ioctls = k.ioctls;
 	ibv_wr_start(x);
 	ibv_wr_send_imm(x, 0);
 	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)SRC, 4);
@@ -2367,7 +2379,7 @@ static void test_ud(void)
 	wr.wr.ud.remote_qpn = 0xabcdef;
 	wr.wr.ud.remote_qkey = 0x11111111;
 	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
-	CHECK_EQ(0x77, wqe->ud.ah);
+	CHECK_EQ(0x4711, wqe->ud.ah);
 	CHECK_EQ(0xabcdef, wqe->ud.remote_qpn);
 	CHECK_EQ(0x11111111, wqe->ud.remote_qkey);
 	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
@@ -2433,12 +2445,12 @@ static const struct tap_test tests[] = {
 	  test_wr_full },
 	{ "ibv_wr_*: bad requests fail the whole batch, no system call",
 	  test_wr_errors },
-	{ "ibv_wr_*: UD address is EOPNOTSUPP, its absence EINVAL",
+	{ "ibv_wr_*: the kernel's AH handle in the WQE, no address EINVAL",
 	  test_wr_ud },
 	{ "destroy the extended QP and CQ", test_destroy_ex },
 	{ "granted caps the ring cannot hold: EPROTO, QP destroyed",
 	  test_bad_caps },
-	{ "UD: create_ah, the AH handle in the WQE", test_ud },
+	{ "UD: create_ah, the kernel's AH handle in the WQE", test_ud },
 	{ "destroy everything, every ring unmapped", test_destroy },
 };
 

@@ -519,7 +519,8 @@ static void test_send_bind(void)
 static void test_send_ud(void)
 {
 	struct vrdma_sq_limits ud = rc_limits;
-	struct ibv_ah ah = { .handle = 0x42 };
+	/* libibverbs' handle is not the one the WQE carries */
+	struct vrdma_ah ah = { .ibv_ah = { .handle = 0x42 }, .ah_num = 0x4711 };
 	struct ibv_sge sge = { .addr = 0x9000, .length = 100, .lkey = 7 };
 	struct ibv_send_wr wr = {
 		.wr_id = 77,
@@ -527,7 +528,7 @@ static void test_send_ud(void)
 		.num_sge = 1,
 		.opcode = IBV_WR_SEND_WITH_IMM,
 		.imm_data = htobe32(5),
-		.wr.ud = { .ah = &ah, .remote_qpn = 0x123456,
+		.wr.ud = { .ah = &ah.ibv_ah, .remote_qpn = 0x123456,
 			   .remote_qkey = 0x11111111 },
 	};
 	struct ibv_send_wr *bad = bad_send_sentinel();
@@ -540,7 +541,7 @@ static void test_send_ud(void)
 	wqe = send_slot(&f, 0);
 	CHECK_EQ(IB_UVERBS_WR_SEND_WITH_IMM, wqe->opcode);
 	CHECK_EQ(htobe32(5), wqe->ex.imm_data);
-	CHECK_EQ(0x42, wqe->ud.ah);
+	CHECK_EQ(0x4711, wqe->ud.ah);
 	CHECK_EQ(0x123456, wqe->ud.remote_qpn);
 	CHECK_EQ(0x11111111, wqe->ud.remote_qkey);
 	CHECK_EQ(0, wqe->ud.reserved);
@@ -1028,7 +1029,7 @@ static const struct tap_test tests[] = {
 	  test_send_atomic },
 	{ "send: imm_data and invalidate_rkey", test_send_imm_inv },
 	{ "send: memory window bind fields", test_send_bind },
-	{ "send: UD address handle, QPN, Q_Key", test_send_ud },
+	{ "send: UD address handle (the kernel's), QPN, Q_Key", test_send_ud },
 	{ "send: inline data layout and max_inline_data",
 	  test_send_inline },
 	{ "send: num_sge beyond max_send_sge is EINVAL with bad_wr",

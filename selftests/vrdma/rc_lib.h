@@ -149,6 +149,7 @@ struct rc_opts {
 	int retry_cnt;			/* 0: 7 */
 	int rnr_retry;			/* 0: 7 (infinite) */
 	struct ibv_srq *srq;		/* receive through this SRQ */
+	enum ibv_qp_type qp_type;	/* 0: IBV_QPT_RC; or IBV_QPT_UC */
 };
 
 struct rc_qp {
@@ -238,7 +239,7 @@ static inline void rc_qp_create(struct __test_metadata *_metadata,
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = q->scq;
 	ia.recv_cq = q->rcq;
-	ia.qp_type = IBV_QPT_RC;
+	ia.qp_type = o->qp_type ? o->qp_type : IBV_QPT_RC;
 	ia.sq_sig_all = o->sq_sig_all;
 	ia.cap.max_send_wr = o->max_send_wr;
 	ia.cap.max_recv_wr = o->max_recv_wr;
@@ -281,7 +282,7 @@ static inline void rc_qp_create(struct __test_metadata *_metadata,
 		ASSERT_LE(o->max_recv_sge, q->cap.max_recv_sge);
 	}
 	EXPECT_EQ(IBV_QPS_RESET, q->qp->state);
-	EXPECT_EQ(IBV_QPT_RC, q->qp->qp_type);
+	EXPECT_EQ(ia.qp_type, q->qp->qp_type);
 }
 
 static inline int rc_rd_atomic(int dev_max)
@@ -326,6 +327,10 @@ static inline void rc_rtr_attr(struct ibv_qp_attr *a, struct rc_qp *q,
 		     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
 #define RC_RTS_MASK (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | \
 		     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
+/* UC has no ACKs: no RDMA READ, RNR or retry attributes. */
+#define UC_RTR_MASK (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | \
+		     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN)
+#define UC_RTS_MASK (IBV_QP_STATE | IBV_QP_SQ_PSN)
 
 static inline void rc_rts_attr(struct ibv_qp_attr *a, struct rc_qp *q,
 			       uint32_t sq_psn)
@@ -344,15 +349,16 @@ static inline void rc_qp_connect(struct __test_metadata *_metadata,
 				 struct rc_qp *q, const struct rc_qp *peer,
 				 int access)
 {
+	int uc = q->qp->qp_type == IBV_QPT_UC;
 	struct ibv_qp_attr a;
 
 	ASSERT_EQ(0, rc_to_init(q, access));
 	rc_rtr_attr(&a, q, peer->qp->qp_num, &peer->dev->gid, q->rq_psn);
-	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, RC_RTR_MASK)) {
+	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, uc ? UC_RTR_MASK : RC_RTR_MASK)) {
 		TH_LOG("INIT->RTR failed");
 	}
 	rc_rts_attr(&a, q, q->sq_psn);
-	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, RC_RTS_MASK)) {
+	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, uc ? UC_RTS_MASK : RC_RTS_MASK)) {
 		TH_LOG("RTR->RTS failed");
 	}
 }
@@ -568,6 +574,20 @@ static inline long rc_memdiff(const uint8_t *a, const uint8_t *b, size_t n)
 	for (i = 0; a[i] == b[i]; i++)
 		;
 	return i;
+}
+
+/*
+ * Wait (at most @ms x slow) until @n bytes at @seen equal @want: data that
+ * no completion announces, e.g. a UC RDMA WRITE, which is complete at the
+ * requester once sent.
+ */
+static inline void rc_wait_bytes(const volatile uint8_t *seen,
+				 const uint8_t *want, size_t n, int ms)
+{
+	double deadline = rc_now_ms() + (double)ms * rc_cfg.slow;
+
+	while (memcmp((const void *)seen, want, n) && rc_now_ms() < deadline)
+		usleep(100);
 }
 
 #define EXPECT_SAME_BYTES(seen, want, n, what) do { \
@@ -1111,6 +1131,9 @@ static inline void rc_xfer(struct __test_metadata *_metadata,
 			.qp_num = qb->qp->qp_num,
 		}, what);
 
+	/* Nothing tells a UC requester when its WRITE has landed. */
+	if (x->op == IBV_WR_RDMA_WRITE && qa->qp->qp_type == IBV_QPT_UC)
+		rc_wait_bytes(dst->p, img, dst_end, RC_TIMEOUT_MS);
 	EXPECT_SAME_BYTES(dst->p, img, dst_end, what);
 	/* The source is unchanged. */
 	if (is_read) {

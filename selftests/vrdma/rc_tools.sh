@@ -7,6 +7,10 @@
 # perftest's ib_{send,write,read}_{bw,lat} -a and ib_atomic_{bw,lat} (both
 # atomic types) between the two devices, and the same over shared receive
 # queues (ibv_srq_pingpong, ib_send_bw --use-srq).
+# With RC_TOOLS_SET=ucud (uc_ud_tools.sh), the UD and UC tools instead:
+# ibv_ud_pingpong and ibv_uc_pingpong --chk, ib_send_bw -c UD -a,
+# ib_send_bw -c UC and ib_write_bw -c UC; a set of its own, so that each
+# has the whole per-program timeout (settings).
 # Every run must exit 0 on both sides within its timeout.
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, to validate the test).
@@ -205,6 +209,43 @@ run_pair()
 	rm -f "$slog" "$clog"
 	port=$((port + 1))
 }
+
+# UD and UC.  UD messages are at most the MTU (ibv_ud_pingpong: 2048 bytes
+# by default; its receive buffers hold the 40-byte GRH in front); --chk
+# checks the data after it.  perftest: UD every size up to the MTU, UC one
+# size of many packets.
+if [ "${RC_TOOLS_SET:-rc}" = ucud ]; then
+	udpp() { echo ibv_ud_pingpong --chk -n "$PINGPONG_ITERS" "$@"; }
+	ucpp() { echo ibv_uc_pingpong --chk -n "$PINGPONG_ITERS" "$@"; }
+	PP_OK='[0-9]+ iters in'
+	# shellcheck disable=SC2046
+	run_pair "ibv_ud_pingpong loopback on $D0" "$PP_OK" \
+		$(udpp -d "$D0" -g "$G0") -- $(udpp -d "$D0" -g "$G0")
+	# shellcheck disable=SC2046
+	run_pair "ibv_ud_pingpong $D1 <- $D0, 4096 bytes" "$PP_OK" \
+		$(udpp -d "$D1" -g "$G1" -s 4096) -- \
+		$(udpp -d "$D0" -g "$G0" -s 4096)
+	# shellcheck disable=SC2046
+	run_pair "ibv_uc_pingpong $D1 <- $D0" "$PP_OK" \
+		$(ucpp -d "$D1" -g "$G1") -- $(ucpp -d "$D0" -g "$G0")
+	# shellcheck disable=SC2046
+	run_pair "ibv_uc_pingpong $D1 <- $D0, 70000 bytes, path MTU 512" \
+		"$PP_OK" $(ucpp -d "$D1" -g "$G1" -s 70000 -n 10 -m 512) -- \
+		$(ucpp -d "$D0" -g "$G0" -s 70000 -n 10 -m 512)
+
+	run_pair "ib_send_bw -c UD -a $D1 <- $D0" \
+		'^[[:space:]]*4096[[:space:]]+[0-9]+' \
+		ib_send_bw -c UD -d "$D1" -x "$G1" -a -n "$PERF_ITERS" -F -- \
+		ib_send_bw -c UD -d "$D0" -x "$G0" -a -n "$PERF_ITERS" -F
+	for t in ib_send_bw ib_write_bw; do
+		run_pair "$t -c UC -s 1000000 $D1 <- $D0" \
+			'^[[:space:]]*1000000[[:space:]]+[0-9]+' \
+			"$t" -c UC -d "$D1" -x "$G1" -s 1000000 -n "$PERF_ITERS" \
+			-F -- \
+			"$t" -c UC -d "$D0" -x "$G0" -s 1000000 -n "$PERF_ITERS" -F
+	done
+	finish
+fi
 
 # ibv_rc_pingpong: --chk has the server check the data it receives.
 pp() { echo ibv_rc_pingpong --chk -n "$PINGPONG_ITERS" "$@"; }

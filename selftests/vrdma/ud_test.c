@@ -1,0 +1,1413 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * UD and UC queue pairs and address handles through the standard verbs API.
+ *
+ * UD ("ud" fixture): SEND and SEND with immediate through an address
+ * handle, sizes 0 to the port MTU, gather and scatter lists, inline data;
+ * the 40 bytes of GRH in front of the received data are checked field by
+ * field (for IPv4: 20 zero bytes and the IPv4 header; for IPv6: the IPv6
+ * header), and so is every CQE field (src_qp, IBV_WC_GRH, byte_len with the
+ * 40 bytes); an answer through ibv_create_ah_from_wc() proves libibverbs
+ * reads the GRH as it should.  Then what must not arrive: a wrong Q_Key, a
+ * message longer than the MTU (an error completion, and the SQ error state
+ * SQE that a modify to RTS leaves), an AH of another PD or another process,
+ * a message without a posted receive; and many destinations through
+ * several AHs.  Four variants: one device talking to itself or two
+ * devices, over IPv4 or IPv6 GIDs.
+ *
+ * UC ("uc" fixture): SEND, SEND with immediate, RDMA WRITE and WRITE with
+ * immediate, byte-exact as in rc_test (rc_xfer()), including messages of
+ * many packets; and the messages a UC responder drops without a word: no
+ * receive WQE, a bad rkey, no remote write access.  A receive buffer too
+ * small is the responder's own error: the QP goes to ERR.
+ *
+ * VRDMA_TEST_TYPE=rxe runs the same tests on rdma_rxe; where rxe (Linux
+ * 6.1) differs, its behaviour is accepted on rxe only and logged.
+ *
+ * Runs as root in the test VM.  main() loads the module, creates a veth
+ * pair with IPv4 and IPv6 addresses and policy routing that makes traffic
+ * between them cross the veth (for rxe), and the two RDMA devices.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "ko_lib.h"
+#include "rc_lib.h"
+
+struct rc_config rc_cfg;
+/* The devices' RoCE v2 GIDs with the IPv6 addresses; -1 without IPv6. */
+static int ud_gid6_idx[2] = { -1, -1 };
+
+#define NETDEV0		"udt0"
+#define NETDEV1		"udt1"
+#define IP0		"10.213.0.1"
+#define IP1		"10.213.0.2"
+#define IP6_0		"fd00:213::1"
+#define IP6_1		"fd00:213::2"
+
+#define UD_QKEY		0x11111111
+#define UD_HOP_LIMIT	17
+/*
+ * What arrives instead: for a user AH ib_core resolves the destination MAC
+ * and replaces the hop limit with its route's (ib_resolve_eth_dmac()),
+ * here the default of net.ipv4.ip_default_ttl and IPv6's hop_limit.
+ */
+#define UD_HOP_LIMIT_ROUTE	64
+#define UD_TCLASS	0x28		/* DSCP 10, no ECN */
+#define UD_FLOW		0x12345
+#define UD_DEPTH	64
+#define GRH		40
+
+/* A hardware counter of @dev (vrdma only), or -1. */
+static long ud_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* ---- UD QPs and AHs ------------------------------------------------- */
+
+struct ud_qp {
+	struct rc_dev *dev;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+};
+
+static void ud_qp_create(struct __test_metadata *_metadata, struct ud_qp *q,
+			 struct rc_dev *d, struct ibv_pd *pd, uint32_t qkey)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UD,
+		.cap = {
+			.max_send_wr = UD_DEPTH, .max_recv_wr = UD_DEPTH,
+			.max_send_sge = 4, .max_recv_sge = 4,
+			.max_inline_data = 64,
+		},
+	};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = RC_PORT, .qkey = qkey,
+	};
+
+	memset(q, 0, sizeof(*q));
+	q->dev = d;
+	q->pd = pd;
+	q->scq = ibv_create_cq(d->ctx, 2 * UD_DEPTH, NULL, NULL, 0);
+	q->rcq = ibv_create_cq(d->ctx, 2 * UD_DEPTH, NULL, NULL, 0);
+	ASSERT_NE(NULL, q->scq);
+	ASSERT_NE(NULL, q->rcq);
+	ia.send_cq = q->scq;
+	ia.recv_cq = q->rcq;
+	q->qp = ibv_create_qp(pd, &ia);
+	ASSERT_NE(NULL, q->qp) {
+		TH_LOG("ibv_create_qp(UD): %s", strerror(errno));
+	}
+	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT | IBV_QP_QKEY));
+	a.qp_state = IBV_QPS_RTR;
+	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, IBV_QP_STATE));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0xfffffe;	/* wraps at once */
+	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+}
+
+static void ud_qp_destroy(struct ud_qp *q)
+{
+	if (q->qp)
+		ibv_destroy_qp(q->qp);
+	if (q->scq)
+		ibv_destroy_cq(q->scq);
+	if (q->rcq)
+		ibv_destroy_cq(q->rcq);
+	memset(q, 0, sizeof(*q));
+}
+
+static struct ibv_ah *ud_ah(struct ibv_pd *pd, int sgid_idx,
+			    const union ibv_gid *dgid, uint8_t tclass,
+			    uint32_t flow)
+{
+	struct ibv_ah_attr a = {
+		.is_global = 1,
+		.grh = {
+			.dgid = *dgid, .sgid_index = sgid_idx,
+			.hop_limit = UD_HOP_LIMIT, .traffic_class = tclass,
+			.flow_label = flow,
+		},
+		.port_num = RC_PORT,
+	};
+
+	return ibv_create_ah(pd, &a);
+}
+
+static int ud_post_send(struct ibv_qp *qp, uint64_t wr_id,
+			enum ibv_wr_opcode op, struct ibv_sge *sge, int n,
+			unsigned int flags, struct ibv_ah *ah, uint32_t qpn,
+			uint32_t qkey, uint32_t imm)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = n ? sge : NULL, .num_sge = n,
+		.opcode = op, .send_flags = IBV_SEND_SIGNALED | flags,
+		.imm_data = htobe32(imm),
+	}, *bad = NULL;
+
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = qkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int ud_post_recv(struct ibv_qp *qp, uint64_t wr_id, struct rc_buf *b,
+			size_t off, size_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(b->p + off), .length = len,
+		.lkey = b->mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+	}, *bad = NULL;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+static uint16_t be16_at(const uint8_t *p)
+{
+	return p[0] << 8 | p[1];
+}
+
+/* The one's complement sum of an IPv4 header: 0xffff if it checks. */
+static uint16_t ip4_csum(const uint8_t *h)
+{
+	uint32_t sum = 0;
+	int i;
+
+	for (i = 0; i < 20; i += 2)
+		sum += be16_at(h + i);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum;
+}
+
+/*
+ * The 40 bytes in front of a UD message of @len bytes from @sgid to @dgid:
+ * the IP header of the packet that carried it.
+ */
+static void ud_check_grh(struct __test_metadata *_metadata,
+			 const uint8_t *grh, int ipv6,
+			 const union ibv_gid *sgid, const union ibv_gid *dgid,
+			 size_t len, int imm, uint8_t tclass, uint32_t flow,
+			 const char *what)
+{
+	/* UDP, BTH, DETH, ImmDt, payload, pad, ICRC */
+	size_t udp = 8 + 12 + 8 + (imm ? 4 : 0) + len + (-len & 3) + 4;
+	static const uint8_t zero[20];
+	/* Each test is a process of its own: rxe quirks are logged once. */
+	static int csum_quirk, flow_quirk;
+
+	if (!ipv6) {
+		const uint8_t *ip = grh + 20;
+
+		EXPECT_EQ(0, memcmp(grh, zero, 20)) {
+			TH_LOG("%s: IPv4 GRH: the first 20 bytes not zero", what);
+		}
+		EXPECT_EQ(0x45, ip[0]) {
+			TH_LOG("%s: IPv4 version/IHL", what);
+		}
+		EXPECT_EQ(tclass, ip[1]) {
+			TH_LOG("%s: TOS", what);
+		}
+		EXPECT_EQ(20 + udp, be16_at(ip + 2)) {
+			TH_LOG("%s: total length", what);
+		}
+		EXPECT_EQ(0x4000, be16_at(ip + 6)) {
+			TH_LOG("%s: DF, no fragment", what);
+		}
+		EXPECT_EQ(UD_HOP_LIMIT_ROUTE, ip[8]);
+		EXPECT_EQ(17, ip[9]);
+		if (ip4_csum(ip) != 0xffff && rc_cfg.is_rxe) {
+			if (!csum_quirk++)
+				RC_QUIRK("%s: IPv4 header checksum not set",
+					 what);
+		} else {
+			EXPECT_EQ(0xffff, ip4_csum(ip)) {
+				TH_LOG("%s: IPv4 header checksum", what);
+			}
+		}
+		EXPECT_EQ(0, memcmp(ip + 12, sgid->raw + 12, 4)) {
+			TH_LOG("%s: source address", what);
+		}
+		EXPECT_EQ(0, memcmp(ip + 16, dgid->raw + 12, 4)) {
+			TH_LOG("%s: destination address", what);
+		}
+		return;
+	}
+	EXPECT_EQ(6, grh[0] >> 4) {
+		TH_LOG("%s: IPv6 version", what);
+	}
+	EXPECT_EQ(tclass, (grh[0] & 0xf) << 4 | grh[1] >> 4) {
+		TH_LOG("%s: traffic class", what);
+	}
+	if (((grh[1] & 0xf) << 16 | grh[2] << 8 | grh[3]) != flow &&
+	    rc_cfg.is_rxe) {
+		if (!flow_quirk++)
+			RC_QUIRK("%s: flow label not sent", what);
+	} else {
+		EXPECT_EQ(flow, (grh[1] & 0xf) << 16 | grh[2] << 8 | grh[3]) {
+			TH_LOG("%s: flow label", what);
+		}
+	}
+	EXPECT_EQ(udp, be16_at(grh + 4)) {
+		TH_LOG("%s: payload length", what);
+	}
+	EXPECT_EQ(17, grh[6]);
+	EXPECT_EQ(UD_HOP_LIMIT_ROUTE, grh[7]);
+	EXPECT_EQ(0, memcmp(grh + 8, sgid->raw, 16)) {
+		TH_LOG("%s: source address", what);
+	}
+	EXPECT_EQ(0, memcmp(grh + 24, dgid->raw, 16)) {
+		TH_LOG("%s: destination address", what);
+	}
+}
+
+/* ---- the UD fixture --------------------------------------------------- */
+
+FIXTURE(ud) {
+	struct rc_dev d0, d1;
+	struct rc_dev *da, *db;
+	int ipv6;
+	int gidx_a, gidx_b;		/* source GIDs of A and B */
+	union ibv_gid gid_a, gid_b;
+	struct ud_qp a, b;
+	struct rc_buf ba, bb;
+	struct ibv_ah *ah_ab, *ah_ba;	/* A to B, B to A */
+	int mtu;
+	uint8_t last_grh[GRH];		/* of the last ud_xfer() */
+};
+
+FIXTURE_VARIANT(ud) {
+	int two_devices;
+	int ipv6;
+};
+
+FIXTURE_VARIANT_ADD(ud, loopback) {
+	.two_devices = 0, .ipv6 = 0,
+};
+
+FIXTURE_VARIANT_ADD(ud, two_devices) {
+	.two_devices = 1, .ipv6 = 0,
+};
+
+FIXTURE_VARIANT_ADD(ud, loopback_ipv6) {
+	.two_devices = 0, .ipv6 = 1,
+};
+
+FIXTURE_VARIANT_ADD(ud, two_devices_ipv6) {
+	.two_devices = 1, .ipv6 = 1,
+};
+
+FIXTURE_SETUP(ud)
+{
+	int ib = variant->two_devices;
+
+	self->ipv6 = variant->ipv6;
+	if (self->ipv6 && (ud_gid6_idx[0] < 0 || ud_gid6_idx[1] < 0))
+		SKIP(return, "no IPv6 RoCE v2 GIDs");
+	rc_dev_open(_metadata, &self->d0, 0);
+	self->da = &self->d0;
+	if (variant->two_devices) {
+		rc_dev_open(_metadata, &self->d1, 1);
+		self->db = &self->d1;
+	} else {
+		self->db = &self->d0;
+	}
+	self->gidx_a = self->ipv6 ? ud_gid6_idx[0] : self->da->gid_idx;
+	self->gidx_b = self->ipv6 ? ud_gid6_idx[ib] : self->db->gid_idx;
+	ASSERT_EQ(0, ibv_query_gid(self->da->ctx, RC_PORT, self->gidx_a,
+				   &self->gid_a));
+	ASSERT_EQ(0, ibv_query_gid(self->db->ctx, RC_PORT, self->gidx_b,
+				   &self->gid_b));
+	self->mtu = 128 << self->da->port.active_mtu;
+
+	ud_qp_create(_metadata, &self->a, self->da, self->da->pd, UD_QKEY);
+	ud_qp_create(_metadata, &self->b, self->db, self->db->pd, UD_QKEY);
+	rc_buf_alloc(_metadata, &self->ba, self->da->pd, 64 * 1024,
+		     IBV_ACCESS_LOCAL_WRITE);
+	rc_buf_alloc(_metadata, &self->bb, self->db->pd, 64 * 1024,
+		     IBV_ACCESS_LOCAL_WRITE);
+	self->ah_ab = ud_ah(self->da->pd, self->gidx_a, &self->gid_b,
+			    UD_TCLASS, UD_FLOW);
+	ASSERT_NE(NULL, self->ah_ab) {
+		TH_LOG("ibv_create_ah: %s", strerror(errno));
+	}
+	self->ah_ba = ud_ah(self->db->pd, self->gidx_b, &self->gid_a,
+			    UD_TCLASS, UD_FLOW);
+	ASSERT_NE(NULL, self->ah_ba);
+}
+
+FIXTURE_TEARDOWN(ud)
+{
+	if (self->ah_ab)
+		ibv_destroy_ah(self->ah_ab);
+	if (self->ah_ba)
+		ibv_destroy_ah(self->ah_ba);
+	ud_qp_destroy(&self->a);
+	ud_qp_destroy(&self->b);
+	rc_buf_free(&self->ba);
+	rc_buf_free(&self->bb);
+	rc_dev_close(&self->d1);
+	rc_dev_close(&self->d0);
+}
+
+/* One UD message and what to check of it. */
+struct ud_xfer {
+	size_t len;
+	int lsge, rsge;		/* gather and receive scatter lists */
+	int imm;		/* SEND with immediate */
+	unsigned int flags;	/* IBV_SEND_INLINE */
+	uint32_t seed;
+	uint64_t wr_id;
+};
+
+/*
+ * Posts a receive of GRH + len + 8 bytes on @dst, sends @x from @src with
+ * @ah to @dst, checks both completions, the GRH and every byte of the
+ * receive range (data where it belongs, the rest untouched).  Leaves the
+ * receive completion in @wc and the received bytes at @dbuf.
+ */
+static void ud_xfer(struct __test_metadata *_metadata, FIXTURE_DATA(ud) *self,
+		    struct ud_qp *src, struct rc_buf *sbuf, struct ud_qp *dst,
+		    struct rc_buf *dbuf, struct ibv_ah *ah,
+		    const union ibv_gid *sgid, const union ibv_gid *dgid,
+		    const struct ud_xfer *x, struct ibv_wc *wc)
+{
+	uint32_t seed = x->seed * 11 + 3, bg = seed ^ 0x5a5a5a5a;
+	size_t rlen = GRH + x->len + 8, at, i, n;
+	struct ibv_sge lsge[RC_MAX_SGE], rsge[RC_MAX_SGE];
+	struct ibv_recv_wr rwr, *rbad = NULL;
+	uint8_t *img, *got, *inl = NULL;
+	struct rc_sgl lg, rg;
+	char what[96];
+	int ret;
+
+	snprintf(what, sizeof(what), "UD %s len %zu lsge %d rsge %d%s",
+		 x->imm ? "SEND_IMM" : "SEND", x->len, x->lsge, x->rsge,
+		 (x->flags & IBV_SEND_INLINE) ? " inline" : "");
+	rc_sgl_layout(&lg, 3, x->len, x->lsge, seed);
+	rc_sgl_layout(&rg, 5, rlen, x->rsge, seed + 1);
+	ASSERT_LE(lg.end, sbuf->size);
+	ASSERT_LE(rg.end + 16, dbuf->size);
+
+	rc_fill(dbuf->p, rg.end + 16, bg, 0);
+	img = malloc(rg.end + 16);
+	got = malloc(rlen);
+	ASSERT_NE(NULL, img);
+	ASSERT_NE(NULL, got);
+	memcpy(img, dbuf->p, rg.end + 16);
+	if (x->flags & IBV_SEND_INLINE) {
+		inl = malloc(lg.end + 1);
+		ASSERT_NE(NULL, inl);
+		rc_sgl_fill(&lg, inl, seed);
+	} else {
+		rc_sgl_fill(&lg, sbuf->p, seed);
+	}
+
+	rc_sgl_to_ibv(&rg, rsge, dbuf->p, dbuf->mr->lkey);
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.wr_id = x->wr_id + 1;
+	rwr.sg_list = rsge;
+	rwr.num_sge = rg.n;
+	ASSERT_EQ(0, ibv_post_recv(dst->qp, &rwr, &rbad));
+	rc_sgl_to_ibv(&lg, lsge, inl ? inl : sbuf->p,
+		      inl ? 0 : sbuf->mr->lkey);
+	ret = ud_post_send(src->qp, x->wr_id,
+			   x->imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+			   lsge, lg.n, x->flags, ah, dst->qp->qp_num, UD_QKEY,
+			   0xabc00000 + x->seed);
+	ASSERT_EQ(0, ret) {
+		TH_LOG("%s: ibv_post_send: %s", what, strerror(ret));
+	}
+	if (inl)
+		memset(inl, 0xee, lg.end + 1);
+
+	rc_expect_wc(_metadata, src->scq, &(struct rc_wc_exp){
+		.wr_id = x->wr_id, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_SEND, .qp_num = src->qp->qp_num,
+	}, what);
+	memset(wc, 0, sizeof(*wc));
+	ASSERT_EQ(1, rc_poll(dst->rcq, wc, 1, RC_TIMEOUT_MS)) {
+		TH_LOG("%s: no receive completion", what);
+	}
+	rc_wc_check(_metadata, wc, &(struct rc_wc_exp){
+		.wr_id = x->wr_id + 1, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV, .recv = 1, .byte_len = GRH + x->len,
+		.imm = x->imm, .imm_data = htobe32(0xabc00000 + x->seed),
+		.qp_num = dst->qp->qp_num,
+	}, what);
+	EXPECT_EQ(IBV_WC_GRH, wc->wc_flags & IBV_WC_GRH) {
+		TH_LOG("%s: IBV_WC_GRH not set", what);
+	}
+	EXPECT_EQ(src->qp->qp_num, wc->src_qp) {
+		TH_LOG("%s: src_qp", what);
+	}
+
+	/* Gather what arrived, check the GRH, then every byte. */
+	for (i = 0, at = 0; i < (size_t)rg.n; i++) {
+		n = rg.s[i].len < rlen - at ? rg.s[i].len : rlen - at;
+		memcpy(got + at, dbuf->p + rg.s[i].off, n);
+		at += n;
+	}
+	ud_check_grh(_metadata, got, self->ipv6, sgid, dgid, x->len, x->imm,
+		     UD_TCLASS, UD_FLOW, what);
+	memcpy(self->last_grh, got, GRH);
+	/* The GRH is checked: take it as it is, and the data as expected. */
+	at = 0;
+	for (i = 0; i < (size_t)rg.n && at < GRH; i++) {
+		n = rg.s[i].len < GRH - at ? rg.s[i].len : GRH - at;
+		memcpy(img + rg.s[i].off, got + at, n);
+		at += n;
+	}
+	{
+		/* The payload stream starts GRH bytes into the list. */
+		size_t skip = GRH, done = 0;
+
+		for (i = 0; i < (size_t)rg.n && done < x->len; i++) {
+			size_t off = rg.s[i].off, l = rg.s[i].len;
+
+			if (skip >= l) {
+				skip -= l;
+				continue;
+			}
+			off += skip;
+			l -= skip;
+			skip = 0;
+			if (l > x->len - done)
+				l = x->len - done;
+			rc_fill(img + off, l, seed, done);
+			done += l;
+		}
+	}
+	EXPECT_SAME_BYTES(dbuf->p, img, rg.end + 16, what);
+	free(img);
+	free(got);
+	free(inl);
+}
+
+static void ud_xfer_ab(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(ud) *self, const struct ud_xfer *x,
+		       struct ibv_wc *wc)
+{
+	ud_xfer(_metadata, self, &self->a, &self->ba, &self->b, &self->bb,
+		self->ah_ab, &self->gid_a, &self->gid_b, x, wc);
+}
+
+static enum ibv_qp_state ud_state(struct ud_qp *q)
+{
+	return rc_qp_state(q->qp);
+}
+
+/*
+ * After a send WQE failed: the SQ is stopped (SQE); modify_qp to RTS
+ * restarts it.  rxe puts the whole QP in ERR instead: then a new QP.
+ */
+static void ud_recover_sq(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(ud) *self, struct ud_qp *q)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
+	enum ibv_qp_state st = ud_state(q);
+
+	if (st == IBV_QPS_ERR && rc_cfg.is_rxe) {
+		RC_QUIRK("a failed UD send WQE puts the QP in ERR, not SQE");
+		ud_qp_destroy(q);
+		ud_qp_create(_metadata, q, self->da, self->da->pd, UD_QKEY);
+		return;
+	}
+	ASSERT_EQ(IBV_QPS_SQE, st);
+	a.cur_qp_state = IBV_QPS_SQE;
+	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, IBV_QP_STATE |
+				   IBV_QP_CUR_STATE));
+	ASSERT_EQ(IBV_QPS_RTS, ud_state(q));
+}
+
+TEST_F_TIMEOUT(ud, send_recv, 120)
+{
+	static const struct { size_t len; int lsge, rsge, imm, inl; } m[] = {
+		{ 0, 0, 1, 0, 0 }, { 1, 1, 1, 1, 0 }, { 333, 3, 2, 0, 0 },
+		{ 64, 2, 4, 1, 1 }, { 1000, 4, 3, 1, 0 },
+		{ 0 /* MTU - 1 */, 2, 2, 0, 0 }, { 0 /* MTU */, 1, 4, 1, 0 },
+	};
+	struct ibv_wc wc;
+	struct ibv_ah *back;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		size_t len = m[i].len;
+
+		if (i == 5)
+			len = self->mtu - 1;
+		if (i == 6)
+			len = self->mtu;
+		ud_xfer_ab(_metadata, self, &(struct ud_xfer){
+			.len = len, .lsge = m[i].lsge, .rsge = m[i].rsge,
+			.imm = m[i].imm,
+			.flags = m[i].inl ? IBV_SEND_INLINE : 0,
+			.seed = i, .wr_id = 0x100 + 16 * i,
+		}, &wc);
+	}
+
+	/*
+	 * Answer the last message the way applications do: an AH made
+	 * from the completion and the GRH in front of the data.
+	 */
+	back = ibv_create_ah_from_wc(self->db->pd, &wc,
+				     (struct ibv_grh *)self->last_grh, RC_PORT);
+	ASSERT_NE(NULL, back) {
+		TH_LOG("ibv_create_ah_from_wc: %s", strerror(errno));
+	}
+	ud_xfer(_metadata, self, &self->b, &self->bb, &self->a, &self->ba,
+		back, &self->gid_b, &self->gid_a, &(struct ud_xfer){
+			.len = 200, .lsge = 1, .rsge = 1, .seed = 50,
+			.wr_id = 0x500,
+		}, &wc);
+	EXPECT_EQ(0, ibv_destroy_ah(back));
+}
+
+/* The name of the device B is on, for its counters. */
+static const char *ud_name_b(FIXTURE_DATA(ud) *self)
+{
+	return rc_cfg.name[self->db == &self->d1];
+}
+
+/* Wait until counter @name of @dev exceeds @than (vrdma), or a while. */
+static long ud_wait_counter(const char *dev, const char *name, long than)
+{
+	double deadline = rc_now_ms() + (double)RC_TIMEOUT_MS * rc_cfg.slow;
+	long v;
+
+	if (rc_cfg.is_rxe) {
+		usleep(RC_QUIET_MS * 1000 * rc_cfg.slow);
+		return -1;
+	}
+	while ((v = ud_counter(dev, name)) <= than && rc_now_ms() < deadline)
+		usleep(1000);
+	return v;
+}
+
+static void ud_sge(struct ibv_sge *sge, struct rc_buf *b, size_t off,
+		   size_t len)
+{
+	sge->addr = (uintptr_t)(b->p + off);
+	sge->length = len;
+	sge->lkey = b->mr->lkey;
+}
+
+/* A sent 100 bytes (seed) that arrived in B's receive @wr_id at offset 0. */
+static void ud_expect_arrival(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(ud) *self, uint64_t wr_id,
+			      uint32_t seed, const char *what)
+{
+	uint8_t want[100];
+
+	rc_expect_wc(_metadata, self->b.rcq, &(struct rc_wc_exp){
+		.wr_id = wr_id, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV, .recv = 1, .byte_len = GRH + 100,
+		.qp_num = self->b.qp->qp_num,
+	}, what);
+	rc_fill(want, sizeof(want), seed, 0);
+	EXPECT_SAME_BYTES(self->bb.p + GRH, want, sizeof(want), what);
+}
+
+/* A sends 100 bytes of stream @seed to B with @qkey; A's WQE succeeds. */
+static void ud_send100(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(ud) *self, struct ibv_ah *ah,
+		       uint32_t qkey, uint32_t seed, uint64_t wr_id)
+{
+	struct ibv_sge sge;
+
+	rc_fill(self->ba.p, 100, seed, 0);
+	ud_sge(&sge, &self->ba, 0, 100);
+	ASSERT_EQ(0, ud_post_send(self->a.qp, wr_id, IBV_WR_SEND, &sge, 1, 0,
+				  ah, self->b.qp->qp_num, qkey, 0));
+	rc_expect_wc(_metadata, self->a.scq, &(struct rc_wc_exp){
+		.wr_id = wr_id, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_SEND, .qp_num = self->a.qp->qp_num,
+	}, "send");
+}
+
+TEST_F(ud, qkey)
+{
+	struct ibv_qp_attr a = { .qkey = UD_QKEY ^ 0x00ff0000 };
+	const char *nb = ud_name_b(self);
+	long before = ud_counter(nb, "qkey_errors");
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, ud_post_recv(self->b.qp, 0x11, &self->bb, 0, GRH + 100));
+	/* The receiver's Q_Key or nothing. */
+	ud_send100(_metadata, self, self->ah_ab, UD_QKEY + 1, 1, 1);
+	EXPECT_CQ_EMPTY(self->b.rcq, "wrong Q_Key");
+	if (!rc_cfg.is_rxe)
+		EXPECT_EQ(before + 1, ud_wait_counter(nb, "qkey_errors",
+						      before));
+
+	/* The high bit sends the QP's own Q_Key, here the right one. */
+	ud_send100(_metadata, self, self->ah_ab, 0x80000000, 2, 2);
+	if (rc_cfg.is_rxe && !rc_poll(self->b.rcq, &wc, 1, RC_QUIET_MS)) {
+		RC_QUIRK("the high bit of a WR's Q_Key is sent as it is");
+		ud_send100(_metadata, self, self->ah_ab, UD_QKEY, 4, 4);
+		ud_expect_arrival(_metadata, self, 0x11, 4, "the WR's Q_Key");
+		return;
+	}
+	ud_expect_arrival(_metadata, self, 0x11, 2, "the QP's Q_Key");
+
+	/* A's Q_Key changed (RTS -> RTS): now the high bit sends a wrong one. */
+	ASSERT_EQ(0, ibv_modify_qp(self->a.qp, &a, IBV_QP_QKEY));
+	ASSERT_EQ(0, ud_post_recv(self->b.qp, 0x12, &self->bb, 0, GRH + 100));
+	ud_send100(_metadata, self, self->ah_ab, 0x80000000, 3, 3);
+	EXPECT_CQ_EMPTY(self->b.rcq, "the QP's wrong Q_Key");
+	ud_send100(_metadata, self, self->ah_ab, UD_QKEY, 4, 4);
+	ud_expect_arrival(_metadata, self, 0x12, 4, "the WR's Q_Key");
+}
+
+TEST_F(ud, too_long)
+{
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, ud_post_recv(self->b.qp, 0x21, &self->bb, 0,
+				  GRH + self->mtu + 64));
+	ud_sge(&sge, &self->ba, 0, self->mtu + 1);
+	ASSERT_EQ(0, ud_post_send(self->a.qp, 1, IBV_WR_SEND, &sge, 1, 0,
+				  self->ah_ab, self->b.qp->qp_num, UD_QKEY, 0));
+	ASSERT_EQ(1, rc_poll(self->a.scq, &wc, 1, RC_TIMEOUT_MS));
+	EXPECT_EQ(1, wc.wr_id);
+	EXPECT_CQ_EMPTY(self->b.rcq, "a UD message over the MTU");
+	if (wc.status == IBV_WC_SUCCESS && rc_cfg.is_rxe) {
+		RC_QUIRK("a UD message over the MTU is dropped silently");
+	} else {
+		EXPECT_EQ(IBV_WC_LOC_LEN_ERR, wc.status) {
+			TH_LOG("status %s", ibv_wc_status_str(wc.status));
+		}
+		/* The SQ is stopped: later WQEs are flushed. */
+		ud_sge(&sge, &self->ba, 0, 100);
+		ASSERT_EQ(0, ud_post_send(self->a.qp, 2, IBV_WR_SEND, &sge, 1,
+					  0, self->ah_ab, self->b.qp->qp_num,
+					  UD_QKEY, 0));
+		rc_expect_wc(_metadata, self->a.scq, &(struct rc_wc_exp){
+			.wr_id = 2, .status = IBV_WC_WR_FLUSH_ERR,
+			.qp_num = self->a.qp->qp_num,
+		}, "posted in SQE");
+		ud_recover_sq(_metadata, self, &self->a);
+	}
+	/* The receive side was never affected. */
+	EXPECT_CQ_EMPTY(self->b.rcq, "after the SQ error");
+	ud_send100(_metadata, self, self->ah_ab, UD_QKEY, 5, 5);
+	ud_expect_arrival(_metadata, self, 0x21, 5, "after recovery");
+}
+
+/* A send with @ah, whose PD is not A's, fails and sends nothing. */
+static void ud_foreign_ah(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(ud) *self, struct ibv_ah *ah,
+			  const char *what)
+{
+	struct ibv_sge sge;
+
+	ud_sge(&sge, &self->ba, 0, 100);
+	ASSERT_EQ(0, ud_post_send(self->a.qp, 7, IBV_WR_SEND, &sge, 1, 0, ah,
+				  self->b.qp->qp_num, UD_QKEY, 0));
+	rc_expect_wc(_metadata, self->a.scq, &(struct rc_wc_exp){
+		.wr_id = 7, .status = IBV_WC_LOC_QP_OP_ERR,
+		.qp_num = self->a.qp->qp_num,
+	}, what);
+	EXPECT_CQ_EMPTY(self->b.rcq, what);
+	ud_recover_sq(_metadata, self, &self->a);
+}
+
+TEST_F(ud, ah_other_pd)
+{
+	struct ibv_context *ctx2;
+	struct ibv_pd *pd2, *pd3;
+	struct ibv_ah *ah2, *ah3;
+
+	ASSERT_EQ(0, ud_post_recv(self->b.qp, 0x31, &self->bb, 0, GRH + 100));
+	/* Another PD of the same process. */
+	pd2 = ibv_alloc_pd(self->da->ctx);
+	ASSERT_NE(NULL, pd2);
+	ah2 = ud_ah(pd2, self->gidx_a, &self->gid_b, 0, 0);
+	ASSERT_NE(NULL, ah2);
+	ud_foreign_ah(_metadata, self, ah2, "AH of another PD");
+
+	/* Another context: as the kernel sees it, another process. */
+	ctx2 = rc_open_by_name(rc_cfg.name[0]);
+	ASSERT_NE(NULL, ctx2);
+	pd3 = ibv_alloc_pd(ctx2);
+	ASSERT_NE(NULL, pd3);
+	ah3 = ud_ah(pd3, self->gidx_a, &self->gid_b, 0, 0);
+	ASSERT_NE(NULL, ah3);
+	ud_foreign_ah(_metadata, self, ah3, "AH of another context");
+
+	/* The QP's own AH still works. */
+	ud_send100(_metadata, self, self->ah_ab, UD_QKEY, 8, 8);
+	ud_expect_arrival(_metadata, self, 0x31, 8, "own AH");
+
+	EXPECT_EQ(0, ibv_destroy_ah(ah3));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd3));
+	EXPECT_EQ(0, ibv_close_device(ctx2));
+	EXPECT_EQ(0, ibv_destroy_ah(ah2));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+TEST_F(ud, no_recv_wqe)
+{
+	const char *nb = ud_name_b(self);
+	long v, before = ud_counter(nb, "no_recv_wqe");
+	struct ibv_wc wc;
+
+	/* Nothing posted at B: the message is lost, not kept for later. */
+	ud_send100(_metadata, self, self->ah_ab, UD_QKEY, 1, 1);
+	v = ud_wait_counter(nb, "no_recv_wqe", before);
+	if (!rc_cfg.is_rxe)
+		EXPECT_EQ(before + 1, v);
+	ud_xfer_ab(_metadata, self, &(struct ud_xfer){
+		.len = 100, .lsge = 1, .rsge = 1, .seed = 2, .wr_id = 0x40,
+	}, &wc);
+	EXPECT_CQ_EMPTY(self->b.rcq, "the lost message");
+}
+
+TEST_F(ud, recv_too_small)
+{
+	struct ibv_wc wc;
+
+	/* Room for the GRH and 99 bytes. */
+	ASSERT_EQ(0, ud_post_recv(self->b.qp, 0x51, &self->bb, 0, GRH + 99));
+	ud_send100(_metadata, self, self->ah_ab, UD_QKEY, 1, 1);
+	ASSERT_EQ(1, rc_poll(self->b.rcq, &wc, 1, RC_TIMEOUT_MS));
+	EXPECT_EQ(0x51, wc.wr_id);
+	if (wc.status == IBV_WC_LOC_QP_OP_ERR && rc_cfg.is_rxe) {
+		RC_QUIRK("a receive buffer too small: local QP operation error");
+		return;
+	}
+	EXPECT_EQ(IBV_WC_LOC_LEN_ERR, wc.status) {
+		TH_LOG("status %s", ibv_wc_status_str(wc.status));
+	}
+	EXPECT_EQ(IBV_QPS_ERR, ud_state(&self->b));
+}
+
+TEST_F_TIMEOUT(ud, many_destinations, 120)
+{
+	enum { NQ = 6, NAH = 3, ROUNDS = 3, SLOT = 512 };
+	static const uint8_t tclass[NAH] = { 0, UD_TCLASS, 0x80 };
+	static const uint32_t flow[NAH] = { 1, UD_FLOW, 0xfffff };
+	struct ibv_ah *ah[NAH];
+	struct ud_qp q[NQ];
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	char what[64];
+	int i, r, k;
+
+	for (i = 0; i < NAH; i++) {
+		ah[i] = ud_ah(self->da->pd, self->gidx_a, &self->gid_b,
+			      tclass[i], flow[i]);
+		ASSERT_NE(NULL, ah[i]);
+	}
+	/* Each receiver with its own Q_Key; ROUNDS receives each. */
+	for (i = 0; i < NQ; i++) {
+		ud_qp_create(_metadata, &q[i], self->db, self->db->pd,
+			     UD_QKEY + i);
+		for (r = 0; r < ROUNDS; r++)
+			ASSERT_EQ(0, ud_post_recv(q[i].qp, i * ROUNDS + r,
+						  &self->bb,
+						  (i * ROUNDS + r) * SLOT,
+						  SLOT));
+	}
+	/* Message k goes to receiver k % NQ through AH k % NAH. */
+	for (k = 0; k < NQ * ROUNDS; k++) {
+		rc_fill(self->ba.p + k * SLOT, 50 + k, k, 0);
+		ud_sge(&sge, &self->ba, k * SLOT, 50 + k);
+		ASSERT_EQ(0, ud_post_send(self->a.qp, k, IBV_WR_SEND, &sge, 1,
+					  0, ah[k % NAH], q[k % NQ].qp->qp_num,
+					  UD_QKEY + k % NQ, 0));
+	}
+	for (k = 0; k < NQ * ROUNDS; k++)
+		rc_expect_wc(_metadata, self->a.scq, &(struct rc_wc_exp){
+			.wr_id = k, .status = IBV_WC_SUCCESS,
+			.opcode = IBV_WC_SEND, .qp_num = self->a.qp->qp_num,
+		}, "send");
+	for (i = 0; i < NQ; i++) {
+		for (r = 0; r < ROUNDS; r++) {
+			uint8_t *at = self->bb.p + (i * ROUNDS + r) * SLOT;
+			uint8_t want[SLOT];
+
+			k = r * NQ + i;
+			snprintf(what, sizeof(what), "QP %d message %d", i, k);
+			ASSERT_EQ(1, rc_poll(q[i].rcq, &wc, 1, RC_TIMEOUT_MS));
+			rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
+				.wr_id = i * ROUNDS + r,
+				.status = IBV_WC_SUCCESS,
+				.opcode = IBV_WC_RECV, .recv = 1,
+				.byte_len = GRH + 50 + k,
+				.qp_num = q[i].qp->qp_num,
+			}, what);
+			EXPECT_EQ(self->a.qp->qp_num, wc.src_qp);
+			ud_check_grh(_metadata, at, self->ipv6, &self->gid_a,
+				     &self->gid_b, 50 + k, 0, tclass[k % NAH],
+				     flow[k % NAH], what);
+			rc_fill(want, 50 + k, k, 0);
+			EXPECT_SAME_BYTES(at + GRH, want, 50 + k, what);
+		}
+		EXPECT_CQ_EMPTY(q[i].rcq, "more than was sent");
+	}
+	for (i = 0; i < NQ; i++)
+		ud_qp_destroy(&q[i]);
+	for (i = 0; i < NAH; i++)
+		EXPECT_EQ(0, ibv_destroy_ah(ah[i]));
+}
+
+TEST_F(ud, qp_state_machine)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UD,
+		.send_cq = self->a.scq, .recv_cq = self->a.rcq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = RC_PORT, .qkey = 0x1234,
+	}, q;
+	struct ibv_qp_init_attr qi;
+	struct ibv_qp *qp;
+
+	qp = ibv_create_qp(self->da->pd, &ia);
+	ASSERT_NE(NULL, qp);
+	EXPECT_EQ(IBV_QPT_UD, qp->qp_type);
+	/* INIT needs the Q_Key. */
+	EXPECT_NE(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT));
+	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT | IBV_QP_QKEY));
+	ASSERT_EQ(0, ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_QKEY, &qi));
+	EXPECT_EQ(IBV_QPS_INIT, q.qp_state);
+	EXPECT_EQ(0x1234, q.qkey);
+	/* RTR takes no path: UD has none. */
+	a.qp_state = IBV_QPS_RTR;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = self->gid_b;
+	a.ah_attr.grh.sgid_index = self->gidx_a;
+	a.ah_attr.port_num = RC_PORT;
+	EXPECT_NE(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV));
+	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	/* RTS needs the first PSN. */
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 7;
+	EXPECT_NE(0, ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	/* The Q_Key may change in RTS. */
+	a.qkey = 0x5678;
+	ASSERT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_QKEY));
+	ASSERT_EQ(0, ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_QKEY |
+				  IBV_QP_SQ_PSN, &qi));
+	EXPECT_EQ(IBV_QPS_RTS, q.qp_state);
+	EXPECT_EQ(0x5678, q.qkey);
+	EXPECT_EQ(7, q.sq_psn);
+	EXPECT_EQ(IBV_QPT_UD, qi.qp_type);
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+/* ---- the UC fixture --------------------------------------------------- */
+
+FIXTURE(uc) {
+	struct rc_dev d0, d1;
+	struct rc_dev *da, *db;
+	struct rc_env e;
+	int mtu;
+};
+
+FIXTURE_VARIANT(uc) {
+	int two_devices;
+};
+
+FIXTURE_VARIANT_ADD(uc, loopback) {
+	.two_devices = 0,
+};
+
+FIXTURE_VARIANT_ADD(uc, two_devices) {
+	.two_devices = 1,
+};
+
+/* A UC pair, B's QP with @access, a buffer with every access per side. */
+static void uc_env(struct __test_metadata *_metadata, FIXTURE_DATA(uc) *self,
+		   int access)
+{
+	struct rc_opts o = {
+		.qp_type = IBV_QPT_UC,
+		.access = access ? access : IBV_ACCESS_REMOTE_WRITE,
+	};
+	struct rc_env *e = &self->e;
+
+	rc_pair_create(_metadata, &e->p, self->da, self->db, &o);
+	rc_buf_alloc(_metadata, &e->ba, self->da->pd, 256 * 1024,
+		     RC_ACCESS_ALL);
+	rc_buf_alloc(_metadata, &e->bb, self->db->pd, 256 * 1024,
+		     RC_ACCESS_ALL);
+}
+
+FIXTURE_SETUP(uc)
+{
+	memset(&self->e, 0, sizeof(self->e));
+	rc_dev_open(_metadata, &self->d0, 0);
+	self->da = &self->d0;
+	if (variant->two_devices) {
+		rc_dev_open(_metadata, &self->d1, 1);
+		self->db = &self->d1;
+	} else {
+		self->db = &self->d0;
+	}
+	self->mtu = 128 << self->da->port.active_mtu;
+}
+
+FIXTURE_TEARDOWN(uc)
+{
+	rc_buf_free(&self->e.ba);
+	rc_buf_free(&self->e.bb);
+	rc_pair_destroy(&self->e.p);
+	rc_dev_close(&self->d1);
+	rc_dev_close(&self->d0);
+}
+
+static const char *uc_name_b(FIXTURE_DATA(uc) *self)
+{
+	return rc_cfg.name[self->db == &self->d1];
+}
+
+TEST_F_TIMEOUT(uc, opcodes, 180)
+{
+	static const enum ibv_wr_opcode ops[] = {
+		IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+		IBV_WR_RDMA_WRITE_WITH_IMM,
+	};
+	size_t lens[] = { 0, 1, 1000, 0, 0, 70001 };
+	unsigned int i, j, n = 0;
+
+	lens[3] = self->mtu;
+	lens[4] = 3 * self->mtu + 17;
+	uc_env(_metadata, self, 0);
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++, n++)
+			rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+				.op = ops[i], .len = lens[j],
+				.lsge = 1 + n % 4, .rsge = 1 + (n + 1) % 3,
+				.loff = n % 5, .roff = n % 7, .slack = n % 3,
+				.imm = 0x5eed0000 + n, .seed = n,
+				.wr_id = 0x100 + 16 * n,
+			});
+	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+		.op = IBV_WR_SEND_WITH_IMM, .len = 40, .lsge = 2, .rsge = 1,
+		.flags = IBV_SEND_INLINE, .imm = 7, .seed = 99,
+		.wr_id = 0x900,
+	});
+}
+
+TEST_F(uc, no_recv_wqe)
+{
+	const char *nb = uc_name_b(self);
+	long v, before = ud_counter(nb, "no_recv_wqe");
+	struct rc_qp *qa = &self->e.p.a;
+
+	uc_env(_metadata, self, 0);
+	/* A SEND of several packets with nothing posted: dropped whole. */
+	rc_fill(self->e.ba.p, 3 * self->mtu, 1, 0);
+	ASSERT_EQ(0, rc_post_send(qa, 1, IBV_WR_SEND, &self->e.ba, 0,
+				  3 * self->mtu, IBV_SEND_SIGNALED, 0, 0));
+	rc_expect_wc(_metadata, qa->scq, &(struct rc_wc_exp){
+		.wr_id = 1, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
+		.qp_num = qa->qp->qp_num,
+	}, "SEND without a receive WQE");
+	v = ud_wait_counter(nb, "no_recv_wqe", before);
+	if (!rc_cfg.is_rxe)
+		EXPECT_EQ(before + 1, v);
+	/* The next message is received whole, nothing of the first. */
+	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+		.op = IBV_WR_SEND, .len = 2 * self->mtu + 3, .lsge = 2,
+		.rsge = 3, .seed = 2, .wr_id = 0x20,
+	});
+	EXPECT_CQ_EMPTY(self->e.p.b.rcq, "the dropped SEND");
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->e.p.b.qp));
+}
+
+/*
+ * A WRITE that B refuses is dropped; A's WQE succeeds (nobody tells it),
+ * B's memory and QP are untouched, and the next message goes through.
+ */
+TEST_F(uc, bad_rkey)
+{
+	const char *nb = uc_name_b(self);
+	long before = ud_counter(nb, "dropped_msgs");
+	struct rc_qp *qa = &self->e.p.a, *qb = &self->e.p.b;
+	size_t len = 2 * self->mtu + 100;
+	uint8_t *img;
+
+	uc_env(_metadata, self, 0);
+	rc_fill(self->e.ba.p, len, 1, 0);
+	rc_fill(self->e.bb.p, len + 64, 2, 0);
+	img = malloc(len + 64);
+	ASSERT_NE(NULL, img);
+	memcpy(img, self->e.bb.p, len + 64);
+
+	/* WRITE with a bad rkey, then WRITE_IMM with one, a receive posted. */
+	ASSERT_EQ(0, rc_post_recv(qb, 0x77, &self->e.bb, len + 64, 16));
+	ASSERT_EQ(0, rc_post_send(qa, 1, IBV_WR_RDMA_WRITE, &self->e.ba, 0,
+				  len, IBV_SEND_SIGNALED,
+				  (uintptr_t)self->e.bb.p,
+				  self->e.bb.mr->rkey ^ 0x5a00));
+	ASSERT_EQ(0, rc_post_send(qa, 2, IBV_WR_RDMA_WRITE_WITH_IMM,
+				  &self->e.ba, 0, len, IBV_SEND_SIGNALED,
+				  (uintptr_t)self->e.bb.p,
+				  self->e.bb.mr->rkey ^ 0x5a00));
+	rc_expect_wc(_metadata, qa->scq, &(struct rc_wc_exp){
+		.wr_id = 1, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RDMA_WRITE, .qp_num = qa->qp->qp_num,
+	}, "WRITE, bad rkey");
+	rc_expect_wc(_metadata, qa->scq, &(struct rc_wc_exp){
+		.wr_id = 2, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RDMA_WRITE, .qp_num = qa->qp->qp_num,
+	}, "WRITE_IMM, bad rkey");
+	if (!rc_cfg.is_rxe)
+		EXPECT_LE(before + 2, ud_wait_counter(nb, "dropped_msgs",
+						      before + 1));
+	EXPECT_CQ_EMPTY(qb->rcq, "WRITE_IMM with a bad rkey");
+	EXPECT_SAME_BYTES(self->e.bb.p, img, len + 64, "refused WRITEs");
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(qb->qp));
+
+	/* The receive WQE is still there for the next message. */
+	ASSERT_EQ(0, rc_post_send(qa, 3, IBV_WR_SEND, &self->e.ba, 0, 16,
+				  IBV_SEND_SIGNALED, 0, 0));
+	rc_expect_wc(_metadata, qa->scq, &(struct rc_wc_exp){
+		.wr_id = 3, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
+		.qp_num = qa->qp->qp_num,
+	}, "SEND");
+	rc_expect_wc(_metadata, qb->rcq, &(struct rc_wc_exp){
+		.wr_id = 0x77, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV,
+		.recv = 1, .byte_len = 16, .qp_num = qb->qp->qp_num,
+	}, "SEND after the refused WRITEs");
+	EXPECT_SAME_BYTES(self->e.bb.p + len + 64, self->e.ba.p, 16,
+			  "SEND after the refused WRITEs");
+	free(img);
+}
+
+TEST_F(uc, no_remote_write)
+{
+	struct rc_qp *qa = &self->e.p.a, *qb = &self->e.p.b;
+	uint8_t img[4096];
+
+	uc_env(_metadata, self, IBV_ACCESS_LOCAL_WRITE);
+	rc_fill(self->e.ba.p, sizeof(img) + 100, 1, 0);
+	rc_fill(self->e.bb.p, sizeof(img), 2, 0);
+	memcpy(img, self->e.bb.p, sizeof(img));
+	ASSERT_EQ(0, rc_post_recv(qb, 0x31, &self->e.bb, sizeof(img), 100));
+	ASSERT_EQ(0, rc_post_send(qa, 1, IBV_WR_RDMA_WRITE, &self->e.ba, 0,
+				  sizeof(img), IBV_SEND_SIGNALED,
+				  (uintptr_t)self->e.bb.p,
+				  self->e.bb.mr->rkey));
+	/* SENDs are still taken; it also tells the WRITE was handled. */
+	ASSERT_EQ(0, rc_post_send(qa, 2, IBV_WR_SEND, &self->e.ba,
+				  sizeof(img), 100, IBV_SEND_SIGNALED, 0, 0));
+	rc_expect_wc(_metadata, qa->scq, &(struct rc_wc_exp){
+		.wr_id = 1, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RDMA_WRITE, .qp_num = qa->qp->qp_num,
+	}, "WRITE without remote write access");
+	rc_expect_wc(_metadata, qa->scq, &(struct rc_wc_exp){
+		.wr_id = 2, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
+		.qp_num = qa->qp->qp_num,
+	}, "SEND");
+	rc_expect_wc(_metadata, qb->rcq, &(struct rc_wc_exp){
+		.wr_id = 0x31, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV,
+		.recv = 1, .byte_len = 100, .qp_num = qb->qp->qp_num,
+	}, "SEND after the refused WRITE");
+	EXPECT_SAME_BYTES(self->e.bb.p, img, sizeof(img), "refused WRITE");
+	EXPECT_SAME_BYTES(self->e.bb.p + sizeof(img),
+			  self->e.ba.p + sizeof(img), 100, "SEND");
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(qb->qp));
+}
+
+TEST_F(uc, recv_too_small)
+{
+	struct rc_qp *qa = &self->e.p.a, *qb = &self->e.p.b;
+	struct ibv_wc wc;
+
+	uc_env(_metadata, self, 0);
+	ASSERT_EQ(0, rc_post_recv(qb, 0x61, &self->e.bb, 0, self->mtu));
+	ASSERT_EQ(0, rc_post_send(qa, 1, IBV_WR_SEND, &self->e.ba, 0,
+				  self->mtu + 1, IBV_SEND_SIGNALED, 0, 0));
+	rc_expect_wc(_metadata, qa->scq, &(struct rc_wc_exp){
+		.wr_id = 1, .status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
+		.qp_num = qa->qp->qp_num,
+	}, "SEND larger than the receive buffer");
+	ASSERT_EQ(1, rc_poll(qb->rcq, &wc, 1, RC_TIMEOUT_MS));
+	EXPECT_EQ(0x61, wc.wr_id);
+	if (wc.status == IBV_WC_LOC_QP_OP_ERR && rc_cfg.is_rxe) {
+		RC_QUIRK("a receive buffer too small: local QP operation error");
+		return;
+	}
+	EXPECT_EQ(IBV_WC_LOC_LEN_ERR, wc.status) {
+		TH_LOG("status %s", ibv_wc_status_str(wc.status));
+	}
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(qb->qp));
+}
+
+/* ---- setup of the devices, in the parent before the tests fork ------- */
+
+static int ud_set_up;
+static int ud_loaded_rxe;
+static int ud_has_ipv6;
+
+static int ud_shf(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static int ud_shf(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return rc_sh(cmd);
+}
+
+/* Batched: each process costs about half a second under TCG. */
+static void suite_teardown(void)
+{
+	if (!ud_set_up)
+		return;
+	ud_shf("{ rdma -f -b - <<EOF\n"
+	       "link delete %s\n"
+	       "link delete %s\n"
+	       "EOF\n"
+	       "ip -force -batch - <<EOF\n"
+	       "link del " NETDEV0 "\n"
+	       "rule del pref 120\n"
+	       "rule del pref 121\n"
+	       "route flush table 213\n"
+	       "route flush table 214\n"
+	       "rule add pref 0 lookup local\n"
+	       "rule del pref 1000 lookup local\n"
+	       "EOF\n"
+	       "ip -6 -force -batch - <<EOF\n"
+	       "rule del pref 120\n"
+	       "rule del pref 121\n"
+	       "route flush table 213\n"
+	       "route flush table 214\n"
+	       "rule add pref 0 lookup local\n"
+	       "rule del pref 1000 lookup local\n"
+	       "EOF\n"
+	       "} >/dev/null 2>&1", rc_cfg.name[0], rc_cfg.name[1]);
+	if (ud_loaded_rxe)
+		rc_sh("rmmod rdma_rxe 2>/dev/null");
+	ud_set_up = 0;
+}
+
+/* The index of @dev's RoCE v2 GID whose sysfs text starts with @prefix. */
+static int ud_find_gid(const char *dev, const char *prefix)
+{
+	char path[256], gid[64], type[32];
+	int i, found = -1;
+	FILE *f;
+
+	for (i = 0; i < 4096 && found < 0; i++) {
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
+		f = fopen(path, "r");
+		if (!f)
+			break;
+		if (!fgets(gid, sizeof(gid), f))
+			gid[0] = 0;
+		fclose(f);
+		if (strncmp(gid, prefix, strlen(prefix)))
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
+			 dev, i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(type, sizeof(type), f) &&
+		    !strncmp(type, "RoCE v2", 7))
+			found = i;
+		fclose(f);
+	}
+	return found;
+}
+
+static void ud_bail(const char *msg)
+{
+	suite_teardown();
+	printf("TAP version 13\n1..0 # SKIP %s\n", msg);
+	exit(KSFT_SKIP);
+}
+
+static void ud_fail(const char *msg)
+{
+	suite_teardown();
+	printf("TAP version 13\nBail out! %s\n", msg);
+	exit(KSFT_FAIL);
+}
+
+static void suite_setup(void)
+{
+	static const char *const gid6[2] = {
+		"fd00:0213:0000:0000:0000:0000:0000:0001",
+		"fd00:0213:0000:0000:0000:0000:0000:0002",
+	};
+	const char *type = getenv("VRDMA_TEST_TYPE");
+	const char *prefix, *why, *slow = getenv("VRDMA_TEST_SLOW");
+	double deadline;
+	int i;
+
+	if (!type || !*type)
+		type = "vrdma";
+	rc_cfg.type = type;
+	rc_cfg.is_rxe = !strcmp(type, "rxe");
+	rc_cfg.slow = slow ? atoi(slow) : 1;
+	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
+		ud_bail("VRDMA_TEST_SLOW must be 1..64");
+	if (getuid() != 0)
+		ud_bail("must run as root (in the VM)");
+
+	if (rc_cfg.is_rxe) {
+		prefix = "rxeud";
+		if (vrdma_ko_loaded("vrdma") && rc_sh("rmmod vrdma") != 0)
+			ud_fail("vrdma is loaded and cannot be unloaded");
+		if (!vrdma_ko_loaded("rdma_rxe")) {
+			if (rc_sh("modprobe rdma_rxe") != 0)
+				ud_bail("rdma_rxe is not available");
+			ud_loaded_rxe = 1;
+		}
+	} else if (!strcmp(type, "vrdma")) {
+		prefix = "vrdmaud";
+		/* rxe and vrdma both bind UDP port 4791. */
+		if (vrdma_ko_loaded("rdma_rxe") && rc_sh("rmmod rdma_rxe") != 0)
+			ud_fail("rdma_rxe is loaded and cannot be unloaded");
+		if (vrdma_ko_load(&why))
+			ud_fail(why);
+	} else {
+		ud_bail("VRDMA_TEST_TYPE must be vrdma or rxe");
+	}
+	snprintf(rc_cfg.name[0], sizeof(rc_cfg.name[0]), "%s0", prefix);
+	snprintf(rc_cfg.name[1], sizeof(rc_cfg.name[1]), "%s1", prefix);
+	ud_has_ipv6 = access("/proc/sys/net/ipv6", F_OK) == 0;
+
+	/* Leftovers of an earlier run. */
+	ud_set_up = 1;
+	suite_teardown();
+	ud_set_up = 1;
+
+	/*
+	 * As in rc_test: both addresses are local, so rules for locally
+	 * generated packets between exactly these two addresses, looked up
+	 * before the local table, make them cross the veth (rxe needs it;
+	 * vrdma hands them from device to device itself).
+	 */
+	if (rc_sh("ip -batch - <<EOF\n"
+		  "link add " NETDEV0 " type veth peer name " NETDEV1 "\n"
+		  "addr add " IP0 "/24 dev " NETDEV0 "\n"
+		  "addr add " IP1 "/24 dev " NETDEV1 "\n"
+		  "link set " NETDEV0 " up\n"
+		  "link set " NETDEV1 " up\n"
+		  "route add " IP1 " dev " NETDEV0 " src " IP0 " table 213\n"
+		  "route add " IP0 " dev " NETDEV1 " src " IP1 " table 214\n"
+		  "rule add pref 120 iif lo from " IP0 " to " IP1 " lookup 213\n"
+		  "rule add pref 121 iif lo from " IP1 " to " IP0 " lookup 214\n"
+		  "EOF") ||
+	    rc_sh("ip rule show pref 1000 | grep -q . || "
+		  "ip rule add pref 1000 lookup local; "
+		  "ip rule del pref 0 lookup local 2>/dev/null; true"))
+		ud_fail("veth setup failed");
+	if (ud_shf("for d in %s %s; do "
+		   "echo 1 >/proc/sys/net/ipv4/conf/$d/accept_local && "
+		   "echo 0 >/proc/sys/net/ipv4/conf/$d/rp_filter || exit 1; "
+		   "done", NETDEV0, NETDEV1))
+		ud_fail("sysctl accept_local/rp_filter failed");
+	if (ud_has_ipv6 &&
+	    (rc_sh("ip -6 -batch - <<EOF\n"
+		   "addr add " IP6_0 "/64 dev " NETDEV0 " nodad\n"
+		   "addr add " IP6_1 "/64 dev " NETDEV1 " nodad\n"
+		   "route add " IP6_1 " dev " NETDEV0 " src " IP6_0
+		   " table 213\n"
+		   "route add " IP6_0 " dev " NETDEV1 " src " IP6_1
+		   " table 214\n"
+		   "rule add pref 120 iif lo from " IP6_0 " to " IP6_1
+		   " lookup 213\n"
+		   "rule add pref 121 iif lo from " IP6_1 " to " IP6_0
+		   " lookup 214\n"
+		   "EOF") ||
+	     rc_sh("ip -6 rule show pref 1000 | grep -q . || "
+		   "ip -6 rule add pref 1000 lookup local; "
+		   "ip -6 rule del pref 0 lookup local 2>/dev/null; true")))
+		ud_fail("IPv6 setup failed");
+	if (ud_shf("rdma -b - <<EOF\n"
+		   "link add %s type %s netdev " NETDEV0 "\n"
+		   "link add %s type %s netdev " NETDEV1 "\n"
+		   "EOF", rc_cfg.name[0], type, rc_cfg.name[1], type))
+		ud_fail("rdma link add failed");
+
+	deadline = rc_now_ms() + RC_TIMEOUT_MS;
+	for (;;) {
+		for (i = 0; i < 2; i++) {
+			rc_cfg.gid_idx[i] = ud_find_gid(rc_cfg.name[i],
+					"0000:0000:0000:0000:0000:ffff:");
+			if (ud_has_ipv6)
+				ud_gid6_idx[i] = ud_find_gid(rc_cfg.name[i],
+							     gid6[i]);
+		}
+		if (rc_cfg.gid_idx[0] >= 0 && rc_cfg.gid_idx[1] >= 0 &&
+		    (!ud_has_ipv6 ||
+		     (ud_gid6_idx[0] >= 0 && ud_gid6_idx[1] >= 0)))
+			break;
+		if (rc_now_ms() > deadline) {
+			if (rc_cfg.gid_idx[0] < 0 || rc_cfg.gid_idx[1] < 0)
+				ud_fail("no IPv4 RoCE v2 GID appeared");
+			break;	/* the IPv6 variants skip */
+		}
+		usleep(100 * 1000);
+	}
+	printf("# %s: %s (" NETDEV0 ", GIDs %d, %d) and %s (" NETDEV1
+	       ", GIDs %d, %d)\n", type, rc_cfg.name[0], rc_cfg.gid_idx[0],
+	       ud_gid6_idx[0], rc_cfg.name[1], rc_cfg.gid_idx[1],
+	       ud_gid6_idx[1]);
+	fflush(stdout);
+}
+
+static void __attribute__((constructor)) __constructor_order_last(void)
+{
+	if (!__constructor_order)
+		__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD;
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **list;
+
+	suite_setup();
+	atexit(suite_teardown);
+	/* Load the providers once here, not in every test child. */
+	list = ibv_get_device_list(NULL);
+	if (list)
+		ibv_free_device_list(list);
+	return test_harness_run(argc, argv);
+}

@@ -751,17 +751,30 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
  * for RTS (the requester ignores the SQ until then), so the doorbell itself
  * never fails.
  *
+ * When the QP's task is not running, the caller runs the requester itself:
+ * the first packets leave before post_send returns, as from a NIC, and a
+ * UD or UC WQE is complete by then.  Otherwise the task is queued (again),
+ * so that it looks at the SQ once more before it ends.
+ *
  * Return: 0, or -EINVAL for work requests passed the kernel way (kernel QPs
  * are not supported yet).
  */
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
+	struct vrdma_qp *qp = to_vqp(ibqp);
+
 	if (wr) {
 		*bad_wr = wr;
 		return -EINVAL;
 	}
-	vrdma_qp_schedule(to_vqp(ibqp));
+	if (!mutex_trylock(&qp->mutex)) {
+		vrdma_qp_schedule(qp);
+		return 0;
+	}
+	if (!qp->destroyed)
+		vrdma_requester(qp);
+	mutex_unlock(&qp->mutex);
 	return 0;
 }
 

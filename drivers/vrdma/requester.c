@@ -540,6 +540,8 @@ static bool vrdma_exec_local(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 void vrdma_requester(struct vrdma_qp *qp)
 {
 	bool acked = qp->ibqp.qp_type == IB_QPT_RC;
+	/* No window holds UC and UD back: as many packets per run. */
+	int budget = VRDMA_WINDOW;
 
 	if (qp->state == IB_QPS_ERR || qp->state == IB_QPS_SQE) {
 		vrdma_flush_sq(qp);
@@ -584,6 +586,11 @@ void vrdma_requester(struct vrdma_qp *qp)
 		}
 		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >= VRDMA_WINDOW)
 			break;
+		if (!acked && !budget--) {
+			/* Let other QPs in; carry on in the next run. */
+			vrdma_qp_schedule(qp);
+			break;
+		}
 		if (qp->ibqp.qp_type == IB_QPT_UD ?
 		    vrdma_ud_send_packet(qp, swqe) :
 		    vrdma_send_packet(qp, swqe)) {

@@ -26,9 +26,9 @@
  * VRDMA_TEST_TYPE=rxe runs the same tests on rdma_rxe; where rxe (Linux
  * 6.1) differs, its behaviour is accepted on rxe only and logged.
  *
- * Runs as root in the test VM.  main() loads the module, creates a veth
- * pair with IPv4 and IPv6 addresses and policy routing that makes traffic
- * between them cross the veth (for rxe), and the two RDMA devices.
+ * Runs as root in the test VM.  main() sets up what rc_test has
+ * (rc_suite.h: the module, a veth pair, policy routing, two RDMA devices)
+ * and adds IPv6 addresses to the veth.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -40,17 +40,13 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#include "ko_lib.h"
 #include "rc_lib.h"
+#include "rc_suite.h"
 
-struct rc_config rc_cfg;
 /* The devices' RoCE v2 GIDs with the IPv6 addresses; -1 without IPv6. */
 static int ud_gid6_idx[2] = { -1, -1 };
 
-#define NETDEV0		"udt0"
-#define NETDEV1		"udt1"
-#define IP0		"10.213.0.1"
-#define IP1		"10.213.0.2"
+/* Added to rc_suite.h's veth (NETDEV0, NETDEV1) for the IPv6 variants. */
 #define IP6_0		"fd00:213::1"
 #define IP6_1		"fd00:213::2"
 
@@ -1516,62 +1512,29 @@ TEST_F(uc, lost_packets)
 	close(j.fd);
 }
 
-/* ---- setup of the devices, in the parent before the tests fork ------- */
+/* ---- IPv6 on top of rc_suite.h's setup -------------------------------- */
 
-static int ud_set_up;
-static int ud_loaded_rxe;
-static int ud_has_ipv6;
+static int ud_ipv6_set_up;
 
-static int ud_shf(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static int ud_shf(const char *fmt, ...)
+static void ud_ipv6_teardown(void)
 {
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return rc_sh(cmd);
-}
-
-/* Batched: each process costs about half a second under TCG. */
-static void suite_teardown(void)
-{
-	if (!ud_set_up)
+	if (!ud_ipv6_set_up)
 		return;
-	ud_shf("{ rdma -f -b - <<EOF\n"
-	       "link delete %s\n"
-	       "link delete %s\n"
-	       "EOF\n"
-	       "ip -force -batch - <<EOF\n"
-	       "link del " NETDEV0 "\n"
-	       "rule del pref 120\n"
-	       "rule del pref 121\n"
-	       "route flush table 213\n"
-	       "route flush table 214\n"
-	       "rule add pref 0 lookup local\n"
-	       "rule del pref 1000 lookup local\n"
-	       "EOF\n"
-	       "ip -6 -force -batch - <<EOF\n"
-	       "rule del pref 120\n"
-	       "rule del pref 121\n"
-	       "route flush table 213\n"
-	       "route flush table 214\n"
-	       "rule add pref 0 lookup local\n"
-	       "rule del pref 1000 lookup local\n"
-	       "EOF\n"
-	       "} >/dev/null 2>&1", rc_cfg.name[0], rc_cfg.name[1]);
-	if (ud_loaded_rxe)
-		rc_sh("rmmod rdma_rxe 2>/dev/null");
-	ud_set_up = 0;
+	rc_sh("ip -6 -force -batch - >/dev/null 2>&1 <<EOF\n"
+	      "rule del pref 120\n"
+	      "rule del pref 121\n"
+	      "route flush table 213\n"
+	      "route flush table 214\n"
+	      "rule add pref 0 lookup local\n"
+	      "rule del pref 1000 lookup local\n"
+	      "EOF");
+	ud_ipv6_set_up = 0;
 }
 
-/* The index of @dev's RoCE v2 GID whose sysfs text starts with @prefix. */
-static int ud_find_gid(const char *dev, const char *prefix)
+/* The index of @dev's RoCE v2 GID that is @gid in sysfs notation, or -1. */
+static int ud_find_gid6(const char *dev, const char *gid)
 {
-	char path[256], gid[64], type[32];
+	char path[256], buf[64], type[32];
 	int i, found = -1;
 	FILE *f;
 
@@ -1581,10 +1544,10 @@ static int ud_find_gid(const char *dev, const char *prefix)
 		f = fopen(path, "r");
 		if (!f)
 			break;
-		if (!fgets(gid, sizeof(gid), f))
-			gid[0] = 0;
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
 		fclose(f);
-		if (strncmp(gid, prefix, strlen(prefix)))
+		if (strncmp(buf, gid, strlen(gid)))
 			continue;
 		snprintf(path, sizeof(path),
 			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
@@ -1600,160 +1563,55 @@ static int ud_find_gid(const char *dev, const char *prefix)
 	return found;
 }
 
-static void ud_bail(const char *msg)
+/*
+ * IPv6 addresses on the veth of rc_suite.h, and policy routing for them as
+ * for IPv4: ib_core resolves an AH's destination through the routing
+ * table, and rxe sends by it.  Without IPv6, or on a kernel without IPv6
+ * policy routing (CONFIG_IPV6_MULTIPLE_TABLES), the IPv6 variants skip.
+ */
+static void ud_ipv6_setup(void)
 {
-	suite_teardown();
-	printf("TAP version 13\n1..0 # SKIP %s\n", msg);
-	exit(KSFT_SKIP);
-}
-
-static void ud_fail(const char *msg)
-{
-	suite_teardown();
-	printf("TAP version 13\nBail out! %s\n", msg);
-	exit(KSFT_FAIL);
-}
-
-static void suite_setup(void)
-{
-	static const char *const gid6[2] = {
+	static const char *const gid[2] = {
 		"fd00:0213:0000:0000:0000:0000:0000:0001",
 		"fd00:0213:0000:0000:0000:0000:0000:0002",
 	};
-	const char *type = getenv("VRDMA_TEST_TYPE");
-	const char *prefix, *why, *slow = getenv("VRDMA_TEST_SLOW");
 	double deadline;
-	int i;
 
-	if (!type || !*type)
-		type = "vrdma";
-	rc_cfg.type = type;
-	rc_cfg.is_rxe = !strcmp(type, "rxe");
-	rc_cfg.slow = slow ? atoi(slow) : 1;
-	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
-		ud_bail("VRDMA_TEST_SLOW must be 1..64");
-	if (getuid() != 0)
-		ud_bail("must run as root (in the VM)");
-
-	if (rc_cfg.is_rxe) {
-		prefix = "rxeud";
-		if (vrdma_ko_loaded("vrdma") && rc_sh("rmmod vrdma") != 0)
-			ud_fail("vrdma is loaded and cannot be unloaded");
-		if (!vrdma_ko_loaded("rdma_rxe")) {
-			if (rc_sh("modprobe rdma_rxe") != 0)
-				ud_bail("rdma_rxe is not available");
-			ud_loaded_rxe = 1;
-		}
-	} else if (!strcmp(type, "vrdma")) {
-		prefix = "vrdmaud";
-		/* rxe and vrdma both bind UDP port 4791. */
-		if (vrdma_ko_loaded("rdma_rxe") && rc_sh("rmmod rdma_rxe") != 0)
-			ud_fail("rdma_rxe is loaded and cannot be unloaded");
-		if (vrdma_ko_load(&why))
-			ud_fail(why);
-	} else {
-		ud_bail("VRDMA_TEST_TYPE must be vrdma or rxe");
-	}
-	snprintf(rc_cfg.name[0], sizeof(rc_cfg.name[0]), "%s0", prefix);
-	snprintf(rc_cfg.name[1], sizeof(rc_cfg.name[1]), "%s1", prefix);
-	ud_has_ipv6 = access("/proc/sys/net/ipv6", F_OK) == 0;
-
-	/* Leftovers of an earlier run. */
-	ud_set_up = 1;
-	suite_teardown();
-	ud_set_up = 1;
-
-	/*
-	 * As in rc_test: both addresses are local, so rules for locally
-	 * generated packets between exactly these two addresses, looked up
-	 * before the local table, make them cross the veth (rxe needs it;
-	 * vrdma hands them from device to device itself).
-	 */
-	if (rc_sh("ip -batch - <<EOF\n"
-		  "link add " NETDEV0 " type veth peer name " NETDEV1 "\n"
-		  "addr add " IP0 "/24 dev " NETDEV0 "\n"
-		  "addr add " IP1 "/24 dev " NETDEV1 "\n"
-		  "link set " NETDEV0 " up\n"
-		  "link set " NETDEV1 " up\n"
-		  "route add " IP1 " dev " NETDEV0 " src " IP0 " table 213\n"
-		  "route add " IP0 " dev " NETDEV1 " src " IP1 " table 214\n"
-		  "rule add pref 120 iif lo from " IP0 " to " IP1 " lookup 213\n"
-		  "rule add pref 121 iif lo from " IP1 " to " IP0 " lookup 214\n"
-		  "EOF") ||
-	    rc_sh("ip rule show pref 1000 | grep -q . || "
-		  "ip rule add pref 1000 lookup local; "
-		  "ip rule del pref 0 lookup local 2>/dev/null; true"))
-		ud_fail("veth setup failed");
-	if (ud_shf("for d in %s %s; do "
-		   "echo 1 >/proc/sys/net/ipv4/conf/$d/accept_local && "
-		   "echo 0 >/proc/sys/net/ipv4/conf/$d/rp_filter || exit 1; "
-		   "done", NETDEV0, NETDEV1))
-		ud_fail("sysctl accept_local/rp_filter failed");
-	/*
-	 * ib_core resolves an AH's destination through the routing table,
-	 * so IPv6 needs the rules too; a kernel without IPv6 policy routing
-	 * (CONFIG_IPV6_MULTIPLE_TABLES) skips the IPv6 variants.
-	 */
-	if (ud_has_ipv6 &&
-	    rc_sh("ip -6 -batch - <<EOF\n"
+	if (access("/proc/sys/net/ipv6", F_OK))
+		return;
+	if (rc_sh("ip -6 -batch - <<EOF\n"
 		  "addr add " IP6_0 "/64 dev " NETDEV0 " nodad\n"
 		  "addr add " IP6_1 "/64 dev " NETDEV1 " nodad\n"
 		  "EOF"))
-		ud_fail("IPv6 setup failed");
-	if (ud_has_ipv6 &&
-	    (rc_sh("ip -6 -batch - 2>/dev/null <<EOF\n"
-		   "route add " IP6_1 " dev " NETDEV0 " src " IP6_0
-		   " table 213\n"
-		   "route add " IP6_0 " dev " NETDEV1 " src " IP6_1
-		   " table 214\n"
-		   "rule add pref 120 iif lo from " IP6_0 " to " IP6_1
-		   " lookup 213\n"
-		   "rule add pref 121 iif lo from " IP6_1 " to " IP6_0
-		   " lookup 214\n"
-		   "EOF") ||
-	     rc_sh("ip -6 rule show pref 1000 | grep -q . || "
-		   "ip -6 rule add pref 1000 lookup local; "
-		   "ip -6 rule del pref 0 lookup local 2>/dev/null; true"))) {
-		printf("# no IPv6 policy routing: IPv6 variants skipped\n");
-		ud_has_ipv6 = 0;
+		rc_fail("IPv6 addresses failed");
+	ud_ipv6_set_up = 1;
+	atexit(ud_ipv6_teardown);
+	if (rc_sh("ip -6 -batch - 2>/dev/null <<EOF\n"
+		  "route add " IP6_1 " dev " NETDEV0 " src " IP6_0
+		  " table 213\n"
+		  "route add " IP6_0 " dev " NETDEV1 " src " IP6_1
+		  " table 214\n"
+		  "rule add pref 120 iif lo from " IP6_0 " to " IP6_1
+		  " lookup 213\n"
+		  "rule add pref 121 iif lo from " IP6_1 " to " IP6_0
+		  " lookup 214\n"
+		  "rule add pref 1000 lookup local\n"
+		  "rule del pref 0 lookup local\n"
+		  "EOF")) {
+		printf("# no IPv6 policy routing: the IPv6 variants skip\n");
+		return;
 	}
-	if (ud_shf("rdma -b - <<EOF\n"
-		   "link add %s type %s netdev " NETDEV0 "\n"
-		   "link add %s type %s netdev " NETDEV1 "\n"
-		   "EOF", rc_cfg.name[0], type, rc_cfg.name[1], type))
-		ud_fail("rdma link add failed");
-
 	deadline = rc_now_ms() + RC_TIMEOUT_MS;
-	for (;;) {
-		for (i = 0; i < 2; i++) {
-			rc_cfg.gid_idx[i] = ud_find_gid(rc_cfg.name[i],
-					"0000:0000:0000:0000:0000:ffff:");
-			if (ud_has_ipv6)
-				ud_gid6_idx[i] = ud_find_gid(rc_cfg.name[i],
-							     gid6[i]);
-		}
-		if (rc_cfg.gid_idx[0] >= 0 && rc_cfg.gid_idx[1] >= 0 &&
-		    (!ud_has_ipv6 ||
-		     (ud_gid6_idx[0] >= 0 && ud_gid6_idx[1] >= 0)))
+	do {
+		ud_gid6_idx[0] = ud_find_gid6(rc_cfg.name[0], gid[0]);
+		ud_gid6_idx[1] = ud_find_gid6(rc_cfg.name[1], gid[1]);
+		if (ud_gid6_idx[0] >= 0 && ud_gid6_idx[1] >= 0)
 			break;
-		if (rc_now_ms() > deadline) {
-			if (rc_cfg.gid_idx[0] < 0 || rc_cfg.gid_idx[1] < 0)
-				ud_fail("no IPv4 RoCE v2 GID appeared");
-			break;	/* the IPv6 variants skip */
-		}
 		usleep(100 * 1000);
-	}
-	printf("# %s: %s (" NETDEV0 ", GIDs %d, %d) and %s (" NETDEV1
-	       ", GIDs %d, %d)\n", type, rc_cfg.name[0], rc_cfg.gid_idx[0],
-	       ud_gid6_idx[0], rc_cfg.name[1], rc_cfg.gid_idx[1],
-	       ud_gid6_idx[1]);
+	} while (rc_now_ms() < deadline);
+	printf("# IPv6 GIDs %d (" IP6_0 ") and %d (" IP6_1 ")\n",
+	       ud_gid6_idx[0], ud_gid6_idx[1]);
 	fflush(stdout);
-}
-
-static void __attribute__((constructor)) __constructor_order_last(void)
-{
-	if (!__constructor_order)
-		__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD;
 }
 
 int main(int argc, char **argv)
@@ -1762,6 +1620,7 @@ int main(int argc, char **argv)
 
 	suite_setup();
 	atexit(suite_teardown);
+	ud_ipv6_setup();
 	/* Load the providers once here, not in every test child. */
 	list = ibv_get_device_list(NULL);
 	if (list)

@@ -17,7 +17,7 @@
 # ICRC, every RC request answered; packets counted per opcode) and, if
 # tshark is installed, that Wireshark dissects every one as InfiniBand.
 #
-# A row whose feature vrdma does not have (UD, UC) is skipped with
+# A row whose feature vrdma does not have is skipped with
 # the reason vrdma gave.  Output is TAP.  make check-long runs it.
 #
 #   selftests/vrdma/interop.sh          # on the host: the whole test
@@ -64,6 +64,10 @@ rows()
 	row r2v 6 ib_atomic_bw -n 10 -A CMP_AND_SWAP
 	row v2r ll ibv_rc_pingpong --chk -n 10 -s 1000
 	row r2v ll ib_write_bw -s 8192 -n 10
+	row v2r 6 ib_send_bw -c UD -s 1024 -n 10
+	row r2v 4 ib_send_bw -c UD -s 1024 -n 10
+	row v2r 4 ib_write_bw -c UC -s 10001 -n 10
+	row r2v 6 ib_send_bw -c UC -s 10001 -n 10
 }
 
 # ---------------------------------------------------------------- host ----

@@ -174,10 +174,11 @@ void vrdma_ud_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		goto out;
 	}
 	cqe.network_hdr_type = vrdma_ud_grh(skb, grh);
-	ret = vrdma_sgl_copy(qp->vdev, qp->pd, rw->wqe->sge,
+	/* The WQE's PD: the SRQ's when the QP receives through one. */
+	ret = vrdma_sgl_copy(qp->vdev, rw->pd, rw->wqe->sge,
 			     rw->wqe->num_sge, 0, grh, VRDMA_GRH_SIZE, true);
 	if (!ret && pkt->paylen)
-		ret = vrdma_sgl_copy_from_skb(qp->vdev, qp->pd, rw->wqe->sge,
+		ret = vrdma_sgl_copy_from_skb(qp->vdev, rw->pd, rw->wqe->sge,
 					      rw->wqe->num_sge, VRDMA_GRH_SIZE,
 					      skb, pkt->hdr_len, pkt->paylen);
 	if (ret) {

@@ -90,11 +90,15 @@ struct ud_qp {
 	struct ibv_qp *qp;
 };
 
-static void ud_qp_create(struct __test_metadata *_metadata, struct ud_qp *q,
-			 struct rc_dev *d, struct ibv_pd *pd, uint32_t qkey)
+/* A UD QP in RTS on @d with Q_Key @qkey; receiving through @srq if set. */
+static void ud_qp_create_srq(struct __test_metadata *_metadata,
+			     struct ud_qp *q, struct rc_dev *d,
+			     struct ibv_pd *pd, uint32_t qkey,
+			     struct ibv_srq *srq)
 {
 	struct ibv_qp_init_attr ia = {
 		.qp_type = IBV_QPT_UD,
+		.srq = srq,
 		.cap = {
 			.max_send_wr = UD_DEPTH, .max_recv_wr = UD_DEPTH,
 			.max_send_sge = 4, .max_recv_sge = 4,
@@ -125,6 +129,12 @@ static void ud_qp_create(struct __test_metadata *_metadata, struct ud_qp *q,
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0xfffffe;	/* wraps at once */
 	ASSERT_EQ(0, ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+}
+
+static void ud_qp_create(struct __test_metadata *_metadata, struct ud_qp *q,
+			 struct rc_dev *d, struct ibv_pd *pd, uint32_t qkey)
+{
+	ud_qp_create_srq(_metadata, q, d, pd, qkey, NULL);
 }
 
 static void ud_qp_destroy(struct ud_qp *q)
@@ -882,6 +892,82 @@ TEST_F_TIMEOUT(ud, many_destinations, 120)
 		EXPECT_EQ(0, ibv_destroy_ah(ah[i]));
 }
 
+/* Two UD QPs receiving through one SRQ: each message in some WQE of it. */
+TEST_F(ud, srq)
+{
+	enum { NQ = 2, NMSG = 6, SLOT = 256 };
+	struct ibv_srq_init_attr sa = {
+		.attr = { .max_wr = 16, .max_sge = 1 },
+	};
+	int seen[NMSG] = { 0 }, got[NQ] = { 0 };
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_srq *srq;
+	struct ud_qp q[NQ];
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint8_t want[SLOT];
+	char what[64];
+	int i, k;
+
+	srq = ibv_create_srq(self->db->pd, &sa);
+	ASSERT_NE(NULL, srq) {
+		TH_LOG("ibv_create_srq: %s", strerror(errno));
+	}
+	for (i = 0; i < NQ; i++)
+		ud_qp_create_srq(_metadata, &q[i], self->db, self->db->pd,
+				 UD_QKEY, srq);
+	for (k = 0; k < NMSG; k++) {
+		ud_sge(&sge, &self->bb, k * SLOT, SLOT);
+		rwr = (struct ibv_recv_wr){
+			.wr_id = k, .sg_list = &sge, .num_sge = 1,
+		};
+		ASSERT_EQ(0, ibv_post_srq_recv(srq, &rwr, &rbad));
+	}
+	/* Message k, 60 + k bytes, goes to QP k % NQ. */
+	for (k = 0; k < NMSG; k++) {
+		rc_fill(self->ba.p + k * SLOT, 60 + k, k, 0);
+		ud_sge(&sge, &self->ba, k * SLOT, 60 + k);
+		ASSERT_EQ(0, ud_post_send(self->a.qp, k, IBV_WR_SEND, &sge, 1,
+					  0, self->ah_ab, q[k % NQ].qp->qp_num,
+					  UD_QKEY, 0));
+		rc_expect_wc(_metadata, self->a.scq, &(struct rc_wc_exp){
+			.wr_id = k, .status = IBV_WC_SUCCESS,
+			.opcode = IBV_WC_SEND, .qp_num = self->a.qp->qp_num,
+		}, "send");
+	}
+	/* Each QP gets its messages in order, each in a WQE of its own. */
+	for (i = 0; i < NQ; i++) {
+		for (k = i; k < NMSG; k += NQ) {
+			snprintf(what, sizeof(what), "QP %d message %d", i, k);
+			ASSERT_EQ(1, rc_poll(q[i].rcq, &wc, 1, RC_TIMEOUT_MS));
+			ASSERT_LT(wc.wr_id, (uint64_t)NMSG);
+			EXPECT_EQ(0, seen[wc.wr_id]++) {
+				TH_LOG("%s: WQE %d taken twice", what,
+				       (int)wc.wr_id);
+			}
+			rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
+				.wr_id = wc.wr_id, .status = IBV_WC_SUCCESS,
+				.opcode = IBV_WC_RECV, .recv = 1,
+				.byte_len = GRH + 60 + k,
+				.qp_num = q[i].qp->qp_num,
+			}, what);
+			EXPECT_EQ(self->a.qp->qp_num, wc.src_qp);
+			ud_check_grh(_metadata, self->bb.p + wc.wr_id * SLOT,
+				     self->ipv6, &self->gid_a, &self->gid_b,
+				     60 + k, 0, UD_TCLASS, UD_FLOW, what);
+			rc_fill(want, 60 + k, k, 0);
+			EXPECT_SAME_BYTES(self->bb.p + wc.wr_id * SLOT + GRH,
+					  want, 60 + k, what);
+			got[i]++;
+		}
+		EXPECT_CQ_EMPTY(q[i].rcq, "more than was sent");
+	}
+	EXPECT_EQ(NMSG / NQ, got[0]);
+	for (i = 0; i < NQ; i++)
+		ud_qp_destroy(&q[i]);
+	EXPECT_EQ(0, ibv_destroy_srq(srq));
+}
+
 TEST_F(ud, qp_state_machine)
 {
 	struct ibv_qp_init_attr ia = {
@@ -1386,6 +1472,62 @@ static void uc_expect_msg(struct __test_metadata *_metadata, struct rc_qp *q,
 		TH_LOG("%s: no receive completion", what);
 	}
 	uc_check_msg(_metadata, &wc, q, b, off, wr_id, len, seed, what);
+}
+
+/* A UC QP receiving through an SRQ: multi-packet SENDs, in SRQ order. */
+TEST_F(uc, srq)
+{
+	struct ibv_srq_init_attr sa = {
+		.attr = { .max_wr = 8, .max_sge = 2 },
+	};
+	struct rc_opts oa = { .qp_type = IBV_QPT_UC }, ob;
+	struct rc_qp *qa = &self->e.p.a, *qb = &self->e.p.b;
+	size_t slot = 4 * self->mtu;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_srq *srq;
+	struct ibv_sge sge;
+	int k;
+
+	rc_buf_alloc(_metadata, &self->e.ba, self->da->pd, 256 * 1024,
+		     RC_ACCESS_ALL);
+	rc_buf_alloc(_metadata, &self->e.bb, self->db->pd, 256 * 1024,
+		     RC_ACCESS_ALL);
+	srq = ibv_create_srq(self->db->pd, &sa);
+	ASSERT_NE(NULL, srq) {
+		TH_LOG("ibv_create_srq: %s", strerror(errno));
+	}
+	rc_opts_default(&oa, self->da);
+	ob = oa;
+	ob.srq = srq;
+	rc_qp_create(_metadata, qa, self->da, &oa);
+	rc_qp_create(_metadata, qb, self->db, &ob);
+	rc_qp_connect(_metadata, qa, qb, IBV_ACCESS_REMOTE_WRITE);
+	rc_qp_connect(_metadata, qb, qa, IBV_ACCESS_REMOTE_WRITE);
+
+	for (k = 0; k < 4; k++) {
+		ud_sge(&sge, &self->e.bb, k * slot, slot);
+		rwr = (struct ibv_recv_wr){
+			.wr_id = 0x50 + k, .sg_list = &sge, .num_sge = 1,
+		};
+		ASSERT_EQ(0, ibv_post_srq_recv(srq, &rwr, &rbad));
+	}
+	/* SEND k: 1 + k * MTU bytes, 1 to 4 packets. */
+	for (k = 0; k < 4; k++) {
+		rc_fill(self->e.ba.p + k * slot, 1 + k * self->mtu, k, 0);
+		ASSERT_EQ(0, rc_post_send(qa, k, IBV_WR_SEND, &self->e.ba,
+					  k * slot, 1 + k * self->mtu,
+					  IBV_SEND_SIGNALED, 0, 0));
+		rc_expect_wc(_metadata, qa->scq, &(struct rc_wc_exp){
+			.wr_id = k, .status = IBV_WC_SUCCESS,
+			.opcode = IBV_WC_SEND, .qp_num = qa->qp->qp_num,
+		}, "UC SEND");
+	}
+	for (k = 0; k < 4; k++)
+		uc_expect_msg(_metadata, qb, &self->e.bb, k * slot, 0x50 + k,
+			      1 + k * self->mtu, k, "UC SEND through an SRQ");
+	EXPECT_CQ_EMPTY(qb->rcq, "more than was sent");
+	rc_pair_destroy(&self->e.p);
+	EXPECT_EQ(0, ibv_destroy_srq(srq));
 }
 
 /*

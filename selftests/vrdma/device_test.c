@@ -129,7 +129,7 @@ TEST_F_TIMEOUT(dev, query_device, DEV_TEST_TIMEOUT)
 	EXPECT_EQ(65536, a->max_pd);
 	EXPECT_EQ(128, a->max_qp_rd_atom);
 	EXPECT_EQ(128, a->max_qp_init_rd_atom);
-	EXPECT_EQ(IBV_ATOMIC_NONE, a->atomic_cap);
+	EXPECT_EQ(IBV_ATOMIC_HCA, a->atomic_cap);
 	EXPECT_EQ(4096, a->max_srq);
 	EXPECT_EQ(16384, a->max_srq_wr);
 	EXPECT_EQ(1, a->max_pkeys);

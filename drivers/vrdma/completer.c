@@ -23,79 +23,136 @@ static const u32 vrdma_rnr_usecs[32] = {
 };
 
 /*
- * Complete, in order, the SENDs and WRITEs acknowledged by @psn.
- *
- * A READ or ATOMIC stops the walk: an ACK does not carry its data.  An ACK
- * beyond it means it was executed and its response lost, so the oldest
- * unacknowledged PSN stays at its missing response: the retransmission
- * timer then asks for it again, and the responder answers a READ again and
- * an ATOMIC from its replay cache.
+ * The PSN of the first response of @swqe, an RDMA READ or ATOMIC, still
+ * missing: READ responses are placed in order, one path MTU each; an
+ * ATOMIC has one response.
  */
-static void vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
+static u32 vrdma_read_expect(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 {
+	return vrdma_psn_add(swqe->first_psn, swqe->read_done / qp->mtu);
+}
+
+/* Forward progress: the retry counter starts over, the timer too. */
+static void vrdma_progress(struct vrdma_qp *qp)
+{
+	qp->req.retry = 0;
+	qp->req.rewound = false;
+	vrdma_retrans_arm(qp);
+}
+
+/*
+ * Complete, in order, the SENDs and WRITEs acknowledged by @psn, and move
+ * the oldest unacknowledged PSN past it.  Completion stops at an RDMA READ
+ * or ATOMIC, which only its responses complete.  If @psn is at or beyond
+ * the first response of that READ (or ATOMIC) still missing, that response
+ * was lost (the responder answers requests in order): an "implied NAK"
+ * (IBA 9.7.5.1.5).  The unacknowledged PSN then stays at the missing
+ * response, so that the timer keeps running for it; the responder answers
+ * a READ again, and an ATOMIC from its replay cache.
+ *
+ * Return: true on an implied NAK; the caller goes back to qp->req.una.
+ */
+static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
+{
+	u32 una = vrdma_psn_add(psn, 1);
+	bool implied = false;
+
 	while (qp->sq.kidx != qp->req.cur && qp->state != IB_QPS_ERR) {
 		struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
 
 		if (vrdma_wqe_rd_atomic(swqe->wqe)) {
-			u32 missing = vrdma_psn_add(swqe->first_psn,
-						    swqe->read_done / qp->mtu);
+			u32 expect = vrdma_read_expect(qp, swqe);
 
-			if (vrdma_psn_diff(psn, missing) >= 0)
-				psn = vrdma_psn_add(missing, -1);
+			if (vrdma_psn_diff(psn, expect) >= 0) {
+				implied = true;
+				una = expect;
+			}
 			break;
 		}
 		if (vrdma_psn_diff(psn, swqe->last_psn) < 0)
 			break;
 		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
 	}
-	if (vrdma_psn_diff(vrdma_psn_add(psn, 1), qp->req.una) > 0) {
-		qp->req.una = vrdma_psn_add(psn, 1);
-		qp->req.retry = 0;	/* progress */
+	if (vrdma_psn_diff(una, qp->req.una) > 0) {
+		qp->req.una = una;
+		vrdma_progress(qp);
 	}
-	vrdma_retrans_arm(qp);
+	if (implied)
+		vrdma_count(qp->vdev, VRDMA_CNT_IMPLIED_NAK);
+	return implied;
 }
 
-/*
- * Go back to @psn: the requester resends from the packet with that PSN.
- * Returns the WQE it falls in, or NULL if it is not outstanding.
+/**
+ * vrdma_rewind() - go back to @psn: the requester resends from there
+ * @qp: the QP, mutex held
+ * @psn: an unacknowledged PSN sent (between req.una and req.psn)
+ *
+ * Go-back-N: every request from the packet with this PSN on is sent again.
+ * A READ is asked again only from its first missing response on
+ * (IBA 9.7.5.1.4).
+ *
+ * Return: the WQE @psn falls in, or NULL if it is not outstanding.
  */
 struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 {
 	u32 i;
 
-	for (i = qp->sq.kidx; ; i++) {
+	for (i = qp->sq.kidx; i != qp->req.fetch; i++) {
 		struct vrdma_swqe *swqe = &qp->swqe[i & qp->sq.mask];
-		bool sending = i == qp->req.cur;
+		bool is_read = swqe->wqe->opcode == IB_UVERBS_WR_RDMA_READ;
+		u32 last;
 
-		if (!sending && i == qp->req.fetch)
+		if (swqe->state == VRDMA_SWQE_NEW ||
+		    vrdma_psn_diff(psn, swqe->first_psn) < 0)
 			return NULL;
-		if (sending && swqe->state != VRDMA_SWQE_SENDING)
-			return NULL;
-		if (vrdma_psn_diff(psn, swqe->first_psn) < 0)
-			return NULL;
-		if (sending || vrdma_psn_diff(psn, swqe->last_psn) <= 0) {
-			bool is_read = swqe->wqe->opcode ==
-				       IB_UVERBS_WR_RDMA_READ;
+		/* Of the message being sent, the PSNs before req.psn are out. */
+		last = swqe->state == VRDMA_SWQE_SENDING ?
+		       vrdma_psn_add(qp->req.psn, -1) : swqe->last_psn;
+		if (vrdma_psn_diff(psn, last) > 0)
+			continue;
 
-			/*
-			 * A READ is asked again from its first missing
-			 * response on (IBA 9.7.5.1.4); a SEND or WRITE is
-			 * resent from the packet with this PSN.
-			 */
-			if (is_read)
-				psn = vrdma_psn_add(swqe->first_psn,
-						    swqe->read_done / qp->mtu);
-			qp->req.cur = i;
-			qp->req.offset = is_read ? 0 :
-					 vrdma_psn_diff(psn, swqe->first_psn) *
-					 qp->mtu;
-			qp->req.psn = psn;
-			vrdma_count(qp->vdev, VRDMA_CNT_RETRANSMITS);
-			return swqe;
-		}
-		if (sending)
-			return NULL;
+		if (is_read)
+			psn = vrdma_read_expect(qp, swqe);
+		qp->req.cur = i;
+		qp->req.offset = is_read ? 0 :
+				 vrdma_psn_diff(psn, swqe->first_psn) * qp->mtu;
+		qp->req.psn = psn;
+		qp->req.rewound = true;
+		qp->req.rewind_psn = psn;
+		vrdma_count(qp->vdev, VRDMA_CNT_RETRANSMITS);
+		return swqe;
 	}
+	return NULL;
+}
+
+/**
+ * vrdma_retry() - resend from @psn after a loss, within the retry budget
+ * @qp: the QP, mutex held
+ * @psn: the first PSN to resend, normally qp->req.una
+ * @timeout: the retransmission timer expired (else a NAK said so)
+ *
+ * Timeouts, sequence error NAKs and implied NAKs all spend the QP's
+ * retry_cnt; any progress restores it.  When it is spent, the oldest WQE
+ * completes with IB_WC_RETRY_EXC_ERR and the QP goes to the error state,
+ * which flushes the rest.  A NAK asking for the PSN the requester went back
+ * to already, with nothing acknowledged since, was sent before the resent
+ * packets arrived (or is a copy): acting on it again would only send the
+ * same packets twice.
+ */
+void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout)
+{
+	if (!timeout && qp->req.rewound && psn == qp->req.rewind_psn) {
+		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
+		return;
+	}
+	if (qp->req.retry >= qp->attr.retry_cnt) {
+		vrdma_count(qp->vdev, VRDMA_CNT_RETRY_EXC);
+		vrdma_fail_head(qp, IB_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->req.retry++;
+	if (!vrdma_rewind(qp, psn))
+		vrdma_retrans_arm(qp);	/* nothing to resend: keep watching */
 }
 
 void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
@@ -114,8 +171,19 @@ void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
 static void vrdma_rnr_nak(struct vrdma_qp *qp, u32 psn, u8 timer)
 {
 	vrdma_count(qp->vdev, VRDMA_CNT_RNR_NAK_RCVD);
-	vrdma_ack_up_to(qp, vrdma_psn_add(psn, -1));
+	if (vrdma_ack_up_to(qp, vrdma_psn_add(psn, -1))) {
+		/* A READ before it lost responses: that comes first. */
+		vrdma_retry(qp, qp->req.una, false);
+		return;
+	}
+	/* A copy of the RNR NAK being waited out already. */
+	if (qp->req.rnr_wait && qp->req.rewound &&
+	    psn == qp->req.rewind_psn) {
+		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
+		return;
+	}
 	if (qp->attr.rnr_retry != 7 && qp->req.rnr_retry >= qp->attr.rnr_retry) {
+		vrdma_count(qp->vdev, VRDMA_CNT_RNR_RETRY_EXC);
 		vrdma_fail_head(qp, IB_WC_RNR_RETRY_EXC_ERR);
 		return;
 	}
@@ -135,20 +203,29 @@ static void vrdma_ack(struct vrdma_qp *qp, struct sk_buff *skb)
 	u8 syn = be32_to_cpu(aeth->smsn) >> VRDMA_AETH_SYN_SHIFT;
 	u32 psn = pkt->psn;
 
+	/* A NAK names a request not executed: not one acknowledged since. */
+	if ((syn & VRDMA_SYN_TYPE_MASK) != VRDMA_SYN_ACK &&
+	    vrdma_psn_diff(psn, qp->req.una) < 0) {
+		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
+		return;
+	}
 	switch (syn & VRDMA_SYN_TYPE_MASK) {
 	case VRDMA_SYN_ACK:
 		qp->req.rnr_retry = 0;
-		vrdma_ack_up_to(qp, psn);
+		if (vrdma_ack_up_to(qp, psn))
+			vrdma_retry(qp, qp->req.una, false);
 		break;
 	case VRDMA_SYN_RNR_NAK:
 		vrdma_rnr_nak(qp, psn, syn & 0x1f);
 		break;
 	case VRDMA_SYN_NAK:
 		vrdma_count(qp->vdev, VRDMA_CNT_NAK_RCVD);
+		/* A NAK acknowledges every request before its PSN. */
 		vrdma_ack_up_to(qp, vrdma_psn_add(psn, -1));
 		switch (syn & 0x1f) {
 		case VRDMA_NAK_PSN_SEQ_ERR:
-			vrdma_rewind(qp, psn);
+			/* Resend from there, or from a READ found short. */
+			vrdma_retry(qp, qp->req.una, false);
 			break;
 		case VRDMA_NAK_INVALID_REQ:
 			vrdma_fail_head(qp, IB_WC_REM_INV_REQ_ERR);
@@ -173,11 +250,17 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 	struct vrdma_swqe *swqe;
 	struct vrdma_send_wqe *wqe;
-	u32 expect, resid;
+	u32 resid;
 	int ret;
 
-	/* A response implies every request before the READ was executed. */
-	vrdma_ack_up_to(qp, vrdma_psn_add(pkt->psn, -1));
+	/*
+	 * A response implies every request before it was executed, and that
+	 * an earlier READ still short of responses lost them.
+	 */
+	if (vrdma_ack_up_to(qp, vrdma_psn_add(pkt->psn, -1))) {
+		vrdma_retry(qp, qp->req.una, false);
+		return;
+	}
 	if (qp->sq.kidx == qp->req.cur || qp->state == IB_QPS_ERR)
 		return;		/* nothing sent is waiting: a stale response */
 	swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
@@ -185,10 +268,9 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (wqe->opcode != IB_UVERBS_WR_RDMA_READ)
 		return;
 
-	expect = vrdma_psn_add(swqe->first_psn, swqe->read_done / qp->mtu);
-	if (pkt->psn != expect) {
-		/* Lost or duplicated: a gap is resent by the retry logic. */
-		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+	if (pkt->psn != vrdma_read_expect(qp, swqe)) {
+		/* Before the first missing one: a copy, or resent. */
+		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
 		return;
 	}
 	/*
@@ -218,22 +300,21 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 		}
 	}
 	swqe->read_done += pkt->paylen;
-	/* Each response is progress: a long READ must not time out. */
-	qp->req.retry = 0;
-	vrdma_retrans_arm(qp);
 	if (pkt->mask & VRDMA_OPF_LAST) {
 		qp->req.rnr_retry = 0;
 		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
-		vrdma_ack_up_to(qp, pkt->psn);
 	}
+	/* Each response is progress: a long READ must not time out. */
+	vrdma_ack_up_to(qp, pkt->psn);
 }
 
 /*
  * An ATOMIC ACKNOWLEDGE: the original value of the word, for the ATOMIC
  * with this PSN, which must be the oldest WQE.  (An answer for a later
- * ATOMIC while an earlier one still waits is dropped; the go-back-N resend
- * gets it again, from the responder's replay cache.)  The value goes to the
- * WQE's local buffer, whose lkey is checked again: the MR may be gone.
+ * ATOMIC while an earlier one still waits implies the earlier one's was
+ * lost: the go-back-N resend gets it again, from the responder's replay
+ * cache.)  The value goes to the WQE's local buffer, whose lkey is checked
+ * again: the MR may be gone.
  */
 static void vrdma_atomic_ack(struct vrdma_qp *qp, struct sk_buff *skb)
 {
@@ -249,13 +330,16 @@ static void vrdma_atomic_ack(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
 		return;
 	}
-	vrdma_ack_up_to(qp, vrdma_psn_add(pkt->psn, -1));
+	if (vrdma_ack_up_to(qp, vrdma_psn_add(pkt->psn, -1))) {
+		vrdma_retry(qp, qp->req.una, false);
+		return;
+	}
 	if (qp->sq.kidx == qp->req.cur || qp->state == IB_QPS_ERR)
 		return;		/* a stale answer */
 	swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
 	if (!vrdma_wqe_atomic(swqe->wqe) || swqe->first_psn != pkt->psn ||
 	    swqe->state != VRDMA_SWQE_SENT) {
-		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
 		return;
 	}
 
@@ -285,10 +369,13 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
 		kfree_skb(skb);
 		return;
 	}
-	/* Only PSNs sent and not yet acknowledged can be answered. */
+	/*
+	 * Only PSNs sent and not yet acknowledged can be answered; after a
+	 * go-back-N, answers to packets sent before it are stale too.
+	 */
 	if (vrdma_psn_diff(pkt->psn, qp->req.una) < -1 ||
 	    vrdma_psn_diff(pkt->psn, qp->req.psn) >= 0) {
-		vrdma_count(qp->vdev, VRDMA_CNT_DUP_REQ);
+		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
 		kfree_skb(skb);
 		return;
 	}

@@ -34,6 +34,13 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_QKEY_ERR].name	= "qkey_errors",
 	[VRDMA_CNT_NO_RECV_WQE].name	= "no_recv_wqe",
 	[VRDMA_CNT_DROPPED_MSGS].name	= "dropped_msgs",
+	[VRDMA_CNT_TIMEOUTS].name	= "timeouts",
+	[VRDMA_CNT_IMPLIED_NAK].name	= "implied_naks",
+	[VRDMA_CNT_DUP_RESP].name	= "duplicate_responses",
+	[VRDMA_CNT_RETRY_EXC].name	= "retry_exceeded",
+	[VRDMA_CNT_RNR_RETRY_EXC].name	= "rnr_retry_exceeded",
+	[VRDMA_CNT_ACK_SENT].name	= "acks_sent",
+	[VRDMA_CNT_ACK_COALESCED].name	= "acks_coalesced",
 };
 
 /* A counter added to the enum but not named here fails the build. */

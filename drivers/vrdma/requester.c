@@ -461,14 +461,12 @@ void vrdma_retrans_arm(struct vrdma_qp *qp)
 static void vrdma_timed_out(struct vrdma_qp *qp)
 {
 	qp->req.timed_out = false;
-	if (qp->req.una == qp->req.psn)
-		return;		/* the ACK arrived meanwhile */
-	if (qp->req.retry >= qp->attr.retry_cnt) {
-		vrdma_fail_head(qp, IB_WC_RETRY_EXC_ERR);
+	/* Acknowledged meanwhile, or progress re-armed the timer since. */
+	if (qp->req.una == qp->req.psn || qp->req.rnr_wait ||
+	    timer_pending(&qp->retrans_timer))
 		return;
-	}
-	qp->req.retry++;
-	vrdma_rewind(qp, qp->req.una);
+	vrdma_count(qp->vdev, VRDMA_CNT_TIMEOUTS);
+	vrdma_retry(qp, qp->req.una, true);
 }
 
 /*

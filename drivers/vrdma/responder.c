@@ -39,8 +39,8 @@
 #include "vrdma.h"
 #include "pkt.h"
 
-/* Send an ACK (syndrome VRDMA_SYN_ACK) or NAK for @psn. */
-static void vrdma_send_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
+/* Put an ACK (syndrome VRDMA_SYN_ACK) or NAK for @psn on the wire. */
+static void vrdma_xmit_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
 {
 	struct vrdma_aeth *aeth;
 	struct sk_buff *skb;
@@ -56,7 +56,44 @@ static void vrdma_send_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
 		vrdma_count(qp->vdev, VRDMA_CNT_NAK_SENT);
 	else if ((syndrome & VRDMA_SYN_TYPE_MASK) == VRDMA_SYN_RNR_NAK)
 		vrdma_count(qp->vdev, VRDMA_CNT_RNR_NAK_SENT);
+	else
+		vrdma_count(qp->vdev, VRDMA_CNT_ACK_SENT);
 	vrdma_pkt_send(qp->vdev, &qp->av, skb);
+}
+
+/* Send the ACK owed, if any: it goes before any later response. */
+static void vrdma_flush_ack(struct vrdma_qp *qp)
+{
+	if (!qp->resp.ack_pending)
+		return;
+	qp->resp.ack_pending = false;
+	vrdma_xmit_ack(qp, qp->resp.ack_psn,
+		       VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT);
+}
+
+/*
+ * Owe an ACK for @psn.  An ACK acknowledges every request up to its PSN,
+ * so the requests of one batch of packets that ask for an ACK get one,
+ * for the last of them (ACK coalescing, IBA 9.7.5.1.1).
+ */
+static void vrdma_ack_later(struct vrdma_qp *qp, u32 psn)
+{
+	struct vrdma_resp *resp = &qp->resp;
+
+	if (resp->ack_pending) {
+		vrdma_count(qp->vdev, VRDMA_CNT_ACK_COALESCED);
+		if (vrdma_psn_diff(psn, resp->ack_psn) < 0)
+			return;
+	}
+	resp->ack_pending = true;
+	resp->ack_psn = psn;
+}
+
+/* Send an ACK or NAK for @psn now, after the ACK owed. */
+static void vrdma_send_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
+{
+	vrdma_flush_ack(qp);
+	vrdma_xmit_ack(qp, psn, syndrome);
 }
 
 /* NAK a fatal error of request @psn and put the QP in error. */
@@ -176,6 +213,7 @@ static void vrdma_send_atomic_ack(struct vrdma_qp *qp,
 	struct vrdma_aeth *aeth;
 	struct sk_buff *skb;
 
+	vrdma_flush_ack(qp);	/* responses leave in PSN order */
 	skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
 			      IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE, 0);
 	if (!skb)
@@ -533,13 +571,15 @@ static u8 vrdma_read_resp_opcode(bool first, bool last)
 }
 
 /**
- * vrdma_responder_reads() - send the next read response packets
+ * vrdma_responder_reads() - send the ACK owed and the next read responses
  * @qp: the QP, mutex held
- * @burst: at most this many
+ * @burst: at most this many read response packets
  *
- * The task answers a large READ VRDMA_READ_BURST packets per run, so one QP
- * cannot monopolise a CPU.  The MR is looked up and checked again for every
- * packet: it may be deregistered meanwhile.
+ * The task calls this after each batch of received packets: the ACK owed
+ * for them (vrdma_ack_later()) leaves then, before any response that
+ * follows it in PSN order.  The task answers a large READ VRDMA_READ_BURST
+ * packets per run, so one QP cannot monopolise a CPU.  The MR is looked up
+ * and checked again for every packet: it may be deregistered meanwhile.
  *
  * Return: true if response packets remain to be sent.
  */
@@ -547,6 +587,7 @@ bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
 {
 	struct vrdma_resp *resp = &qp->resp;
 
+	vrdma_flush_ack(qp);
 	while (resp->read_active && burst--) {
 		u32 paylen = min(resp->read_resid, qp->mtu);
 		bool last = paylen == resp->read_resid;
@@ -621,9 +662,11 @@ static bool vrdma_read_after_current(struct vrdma_qp *qp, u32 psn)
 
 /*
  * A request with a PSN before the expected one was executed already: its
- * ACK was lost or is late.  SENDs and WRITEs are acknowledged again (never
- * executed twice); a READ is answered again, which is harmless; an ATOMIC
- * is answered from the replay cache.
+ * ACK was lost or is late, or the requester went back further than needed.
+ * SENDs and WRITEs are acknowledged again and never executed twice (they
+ * consume no receive WQE); a READ is answered again, from the memory as it
+ * is now, which is what the requester asks for; an ATOMIC is answered from
+ * the replay cache.
  */
 static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
 {
@@ -650,9 +693,17 @@ static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_exec_read(qp, skb);
 		return;
 	}
-	if (pkt->ack_req || (pkt->mask & VRDMA_OPF_LAST))
-		vrdma_send_ack(qp, vrdma_psn_add(qp->resp.psn, -1),
-			       VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT);
+	if (!pkt->ack_req && !(pkt->mask & VRDMA_OPF_LAST))
+		return;
+	/*
+	 * The ACK names this request's PSN, not the latest one executed: a
+	 * later READ may be answered again only after it, and an ACK beyond
+	 * it would tell the requester that its responses were lost.  The
+	 * responses of a READ being answered go first, for the same reason.
+	 */
+	if (qp->resp.read_active && vrdma_responder_reads(qp, INT_MAX))
+		return;		/* no memory: the requester will ask again */
+	vrdma_ack_later(qp, pkt->psn);
 }
 
 /*
@@ -773,7 +824,10 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		goto out;
 	}
 	if (diff > 0) {
-		/* A gap: packets were lost.  NAK once, drop until resent. */
+		/*
+		 * A gap: packets were lost (or overtaken).  NAK once, then
+		 * drop every request until the missing one is resent.
+		 */
 		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
 		if (!resp->nak_sent) {
 			resp->nak_sent = true;
@@ -830,13 +884,16 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (((pkt->mask & VRDMA_OPF_SEND) && (pkt->mask & VRDMA_OPF_FIRST)) ||
 	    ((pkt->mask & VRDMA_OPF_WRITE) && (pkt->mask & VRDMA_OPF_IMMDT))) {
 		if (!qp->rwqe.valid && !vrdma_take_rwqe(qp)) {
-			if (qp->state == IB_QPS_ERR)
+			if (qp->state == IB_QPS_ERR) {
 				vrdma_send_ack(qp, pkt->psn, VRDMA_SYN_NAK |
 					       VRDMA_NAK_REM_OP_ERR);
-			else
+			} else {
+				/* What follows is dropped, NAKed no more. */
+				resp->nak_sent = true;
 				vrdma_send_ack(qp, pkt->psn,
 					       VRDMA_SYN_RNR_NAK |
 					       qp->attr.min_rnr_timer);
+			}
 			goto out;
 		}
 	}
@@ -868,11 +925,14 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	resp->psn = vrdma_psn_add(resp->psn, 1);
 	if (pkt->mask & VRDMA_OPF_LAST)
 		resp->msn++;
-	if (pkt->ack_req || inv_failed)
+	if (inv_failed) {
+		/* The SEND is done: ACK it at once, the QP goes to error. */
 		vrdma_send_ack(qp, pkt->psn,
 			       VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT);
-	if (inv_failed)
 		vrdma_qp_error(qp, 0);
+	} else if (pkt->ack_req) {
+		vrdma_ack_later(qp, pkt->psn);
+	}
 out:
 	consume_skb(skb);
 }

@@ -130,7 +130,7 @@ enum vrdma_counter {
 	VRDMA_CNT_NAK_RCVD,
 	VRDMA_CNT_RNR_NAK_SENT,
 	VRDMA_CNT_RNR_NAK_RCVD,
-	VRDMA_CNT_RETRANSMITS,
+	VRDMA_CNT_RETRANSMITS,		/* resends started (go-back-N) */
 	VRDMA_CNT_CQ_OVERFLOW,
 	VRDMA_CNT_BAD_WQE,		/* malformed WQEs found in a ring */
 	VRDMA_CNT_ATOMIC_REPLAYED,	/* duplicate atomics answered again */
@@ -138,6 +138,13 @@ enum vrdma_counter {
 	VRDMA_CNT_QKEY_ERR,		/* UD: dropped, wrong Q_Key */
 	VRDMA_CNT_NO_RECV_WQE,		/* UD/UC: dropped, no receive WQE */
 	VRDMA_CNT_DROPPED_MSGS,		/* UC: messages dropped unexecuted */
+	VRDMA_CNT_TIMEOUTS,		/* retransmission timer expiries */
+	VRDMA_CNT_IMPLIED_NAK,		/* READ responses found missing */
+	VRDMA_CNT_DUP_RESP,		/* stale responses received, ignored */
+	VRDMA_CNT_RETRY_EXC,		/* WQEs failed: retry_cnt exceeded */
+	VRDMA_CNT_RNR_RETRY_EXC,	/* WQEs failed: rnr_retry exceeded */
+	VRDMA_CNT_ACK_SENT,		/* ACKs sent (not NAKs, not responses) */
+	VRDMA_CNT_ACK_COALESCED,	/* ACK requests answered by a later ACK */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -456,11 +463,15 @@ struct vrdma_ah {
  * @una: oldest PSN not acknowledged yet
  * @rnr_retry: RNR NAKs received in a row for the current WQE
  * @rnr_wait: waiting for the RNR timer before resending
- * @retry: timeouts in a row without progress
+ * @retry: retries (timeouts, sequence error NAKs, implied NAKs) in a row
+ *	without progress
  * @timed_out: the retransmission timer fired; handled by the task
  * @sqd_event: IB_EVENT_SQ_DRAINED still to be sent
  * @rd_atomic: READs and ATOMICs sent and not completed, held to the QP's
  *	max_rd_atomic
+ * @rewound: the requester went back to @rewind_psn and has had no progress
+ *	since: a NAK asking for that PSN again is stale
+ * @rewind_psn: where it went back to
  *
  * SQ indices between sq.kidx (oldest not completed) and @cur have all their
  * packets sent; @cur up to @fetch are copied and checked but not (fully)
@@ -478,6 +489,8 @@ struct vrdma_req {
 	bool timed_out;
 	bool sqd_event;
 	u32 rd_atomic;
+	bool rewound;
+	u32 rewind_psn;
 };
 
 /* What a responder resource holds (struct vrdma_rd_atomic.type). */
@@ -510,7 +523,11 @@ struct vrdma_rd_atomic {
  * @psn: expected PSN of the next request
  * @msn: message sequence number: requests completed, sent in every AETH
  * @opcode: opcode of the last accepted request, to check the sequence
- * @nak_sent: a sequence error NAK is out; don't repeat it per packet
+ * @nak_sent: a sequence error or RNR NAK is out; send no other NAK until
+ *	the expected PSN arrives
+ * @ack_pending: an ACK for @ack_psn is owed; sent once the packets queued
+ *	have been handled, or before any other response (ACK coalescing)
+ * @ack_psn: the PSN it acknowledges
  * @va: next address of the RDMA WRITE in progress
  * @rkey: its rkey
  * @resid: bytes of it still to come
@@ -533,6 +550,8 @@ struct vrdma_resp {
 	u32 msn;
 	u8 opcode;
 	bool nak_sent;
+	bool ack_pending;
+	u32 ack_psn;
 	u64 va;
 	u32 rkey;
 	u32 resid;
@@ -878,6 +897,7 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 void vrdma_retrans_arm(struct vrdma_qp *qp);
 void vrdma_fail_head(struct vrdma_qp *qp, u8 status);
 struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
+void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout);
 int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
 void vrdma_ud_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 

@@ -1,0 +1,1330 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The RC transport rules of the IBA (chapter 9.7), checked packet by
+ * packet against a fake peer that this test plays itself.
+ *
+ * A vrdma device sits on one end of a veth pair; the other end is in a
+ * network namespace with no RDMA device at all.  There, the test sends
+ * RoCEv2 packets it builds byte by byte (IPv4, UDP, BTH, RETH/AETH/ImmDt,
+ * payload, ICRC) from a raw socket, and reads what vrdma sends from a UDP
+ * socket on port 4791.  So it decides exactly which packet is lost,
+ * repeated or reordered, and sees every packet the QP answers with:
+ *
+ * As responder (the fake peer requests):
+ *   nak_once_per_gap    a PSN gap gets one sequence error NAK for the
+ *                       expected PSN, and nothing more until that PSN
+ *                       arrives; a new gap gets a new NAK
+ *   duplicate_send_write duplicate SENDs and WRITEs (even with a different
+ *                       payload) are ACKed again, not executed again, and
+ *                       consume no receive WQE; ACKs on the last packet
+ *   duplicate_read      a duplicate READ is executed again, from memory as
+ *                       it is now, also from the middle of the READ
+ *   rnr_nak             no receive WQE: an RNR NAK with the QP's
+ *                       min_rnr_timer, then silence, then the resend works
+ *   ack_coalescing      a burst of requests asking for ACKs: fewer or as
+ *                       many ACKs, in PSN order, the last for the last PSN
+ *                       with the right MSN; the counters add up
+ *   psn_wrap_responder  PSNs 0xfffffe..0x000001, a duplicate and a gap
+ *                       across the wrap
+ * As requester (the fake peer responds):
+ *   go_back_n           a sequence error NAK in the middle of a message:
+ *                       exactly the packets from the NAK'd PSN are resent
+ *                       (with the right payload), once, even when the NAK
+ *                       comes twice
+ *   coalesced_ack       one ACK completes several WRs, in order
+ *   implied_nak         an ACK beyond a READ still missing responses, and
+ *                       a gap inside a READ's responses: the READ is asked
+ *                       again from its first missing response
+ *   retry_exhausted     no answer: the request is sent exactly
+ *                       retry_cnt + 1 times, then IBV_WC_RETRY_EXC_ERR,
+ *                       the rest flushed, the QP in error
+ *   rnr_exhausted       RNR NAK after RNR NAK: rnr_retry + 1 tries, then
+ *                       IBV_WC_RNR_RETRY_EXC_ERR, the rest flushed
+ *   max_rd_atomic       no more READs outstanding than max_rd_atomic
+ *   psn_wrap_requester  a NAK for PSN 0 of a message that began before the
+ *                       wrap resumes at the right offset
+ *
+ * VRDMA_TEST_TYPE=rxe runs the same against rdma_rxe, to check the test;
+ * vrdma's counters are not checked then.  Runs as root in the test VM;
+ * main() sets up the namespace, the veth pair, the device and the fake
+ * peer's sockets, and removes them at exit.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/udp.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "ko_lib.h"
+#include "rc_lib.h"
+
+struct rc_config rc_cfg;
+
+#define NS		"vrdmawire"
+#define NETDEV0		"rwt0"		/* in the initial namespace */
+#define NETDEV1		"rwt1"		/* in NS: the fake peer's */
+#define IP0		"10.214.0.1"
+#define IP1		"10.214.0.2"
+#define MAC0		"02:00:0a:d6:00:01"
+#define MAC1		"02:00:0a:d6:00:02"
+#define DEV0		(rc_cfg.name[0])	/* vrdmawt0 or rxewt0 */
+#define PEER_QPN	0x4242
+#define ROCE_PORT	4791
+#define MTU		1024	/* the path MTU of a 1500 byte netdev */
+
+/* BTH opcodes of RC (IBA table 38) */
+enum {
+	OP_SEND_FIRST = 0x00, OP_SEND_MIDDLE, OP_SEND_LAST, OP_SEND_LAST_IMM,
+	OP_SEND_ONLY, OP_SEND_ONLY_IMM, OP_WRITE_FIRST, OP_WRITE_MIDDLE,
+	OP_WRITE_LAST, OP_WRITE_LAST_IMM, OP_WRITE_ONLY, OP_WRITE_ONLY_IMM,
+	OP_READ_REQ, OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE,
+	OP_READ_RESP_LAST, OP_READ_RESP_ONLY, OP_ACK,
+};
+
+/* AETH syndromes */
+#define SYN_ACK		0x1f	/* ACK, no credits advertised */
+#define SYN_RNR(t)	(0x20 | (t))
+#define SYN_NAK_SEQ	0x60
+#define SYN_TYPE(s)	((s) & 0x60)
+
+static int peer_tx = -1, peer_rx = -1;	/* the fake peer's sockets */
+static uint32_t vrdma_qpn;		/* where its requests go */
+
+/* ---- packets ---------------------------------------------------------- */
+
+static uint32_t crc_table[256];
+
+static void crc_init(void)
+{
+	uint32_t c;
+	int i, j;
+
+	for (i = 0; i < 256; i++) {
+		for (c = i, j = 0; j < 8; j++)
+			c = c & 1 ? 0xedb88320 ^ (c >> 1) : c >> 1;
+		crc_table[i] = c;
+	}
+}
+
+static uint32_t crc32_le(uint32_t crc, const uint8_t *p, size_t n)
+{
+	while (n--)
+		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return crc;
+}
+
+/* The length of the extension headers of @op, as vrdma sends them. */
+static int ext_len(uint8_t op)
+{
+	switch (op) {
+	case OP_SEND_LAST_IMM: case OP_SEND_ONLY_IMM: case OP_WRITE_LAST_IMM:
+		return 4;			/* ImmDt */
+	case OP_WRITE_FIRST: case OP_WRITE_ONLY: case OP_READ_REQ:
+		return 16;			/* RETH */
+	case OP_WRITE_ONLY_IMM:
+		return 20;			/* RETH, ImmDt */
+	case OP_READ_RESP_FIRST: case OP_READ_RESP_LAST:
+	case OP_READ_RESP_ONLY: case OP_ACK:
+		return 4;			/* AETH */
+	default:
+		return 0;
+	}
+}
+
+/* A packet the fake peer sends; fields in host order. */
+struct tx {
+	uint8_t op;
+	uint32_t psn;
+	int ackreq;
+	uint8_t syn;		/* AETH: syndrome, */
+	uint32_t msn;		/* and MSN */
+	uint64_t va;		/* RETH */
+	uint32_t rkey, dmalen;
+	uint32_t imm;		/* ImmDt, network order */
+	const void *data;
+	uint32_t len;
+};
+
+static uint16_t ip_id = 1;
+
+/*
+ * Send @t to vrdma: IPv4 and UDP headers, BTH, extension headers, payload,
+ * pad and the ICRC (over the IP, UDP and BTH headers with their variant
+ * fields masked, then the rest), from the raw socket in the namespace.
+ */
+static int peer_send(const struct tx *t)
+{
+	uint8_t pkt[60 + 4096 + 64], mask[60];
+	struct iphdr *ip = (struct iphdr *)pkt;
+	struct udphdr *udp = (struct udphdr *)(ip + 1);
+	uint8_t *bth = (uint8_t *)(udp + 1), *p = bth + 12;
+	uint32_t pad = (4 - t->len % 4) % 4, len, crc, v;
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	int el = ext_len(t->op);
+
+	len = sizeof(*ip) + sizeof(*udp) + 12 + el + t->len + pad + 4;
+	memset(pkt, 0, len);
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->tot_len = htons(len);
+	if (!++ip_id)
+		ip_id = 1;
+	ip->id = htons(ip_id);	/* not 0, which the kernel would replace */
+	ip->frag_off = htons(IP_DF);
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	inet_pton(AF_INET, IP1, &ip->saddr);
+	inet_pton(AF_INET, IP0, &ip->daddr);
+	udp->source = htons(0xc000 | (PEER_QPN & 0x3fff));
+	udp->dest = htons(ROCE_PORT);
+	udp->len = htons(len - sizeof(*ip));
+
+	bth[0] = t->op;
+	bth[1] = pad << 4;
+	bth[2] = bth[3] = 0xff;				/* P_Key */
+	v = htonl(vrdma_qpn);
+	memcpy(bth + 4, &v, 4);
+	v = htonl((t->ackreq ? 0x80000000u : 0) | (t->psn & 0xffffff));
+	memcpy(bth + 8, &v, 4);
+
+	switch (t->op) {
+	case OP_WRITE_FIRST: case OP_WRITE_ONLY: case OP_WRITE_ONLY_IMM:
+	case OP_READ_REQ: {
+		uint64_t va = htobe64(t->va);
+		uint32_t rkey = htonl(t->rkey), dl = htonl(t->dmalen);
+
+		memcpy(p, &va, 8);
+		memcpy(p + 8, &rkey, 4);
+		memcpy(p + 12, &dl, 4);
+		if (t->op == OP_WRITE_ONLY_IMM)
+			memcpy(p + 16, &t->imm, 4);
+		break;
+	}
+	case OP_SEND_LAST_IMM: case OP_SEND_ONLY_IMM: case OP_WRITE_LAST_IMM:
+		memcpy(p, &t->imm, 4);
+		break;
+	case OP_READ_RESP_FIRST: case OP_READ_RESP_LAST:
+	case OP_READ_RESP_ONLY: case OP_ACK:
+		v = htonl((uint32_t)t->syn << 24 | (t->msn & 0xffffff));
+		memcpy(p, &v, 4);
+		break;
+	}
+	p += el;
+	if (t->len)
+		memcpy(p, t->data, t->len);
+	p += t->len + pad;
+
+	/* The ICRC: 8 bytes of 1s for the LRH, then the masked headers. */
+	memcpy(mask, pkt, sizeof(*ip) + sizeof(*udp) + 12);
+	((struct iphdr *)mask)->tos = 0xff;
+	((struct iphdr *)mask)->ttl = 0xff;
+	((struct iphdr *)mask)->check = 0xffff;
+	((struct udphdr *)(mask + sizeof(*ip)))->check = 0xffff;
+	mask[sizeof(*ip) + sizeof(*udp) + 4] = 0xff;
+	crc = crc32_le(0xffffffff, (const uint8_t *)"\xff\xff\xff\xff"
+		       "\xff\xff\xff\xff", 8);
+	crc = crc32_le(crc, mask, sizeof(*ip) + sizeof(*udp) + 12);
+	crc = crc32_le(crc, bth + 12, p - (bth + 12));
+	crc = ~crc;
+	p[0] = crc;
+	p[1] = crc >> 8;
+	p[2] = crc >> 16;
+	p[3] = crc >> 24;
+
+	inet_pton(AF_INET, IP0, &to.sin_addr);
+	return sendto(peer_tx, pkt, len, 0, (struct sockaddr *)&to,
+		      sizeof(to)) == (ssize_t)len ? 0 : -1;
+}
+
+/* A packet vrdma sent, parsed. */
+struct rx {
+	uint8_t op;
+	uint32_t qpn, psn;
+	int ackreq;
+	uint8_t syn;
+	uint32_t msn;
+	uint64_t va;
+	uint32_t rkey, dmalen;
+	uint8_t data[4096];
+	uint32_t len;
+};
+
+/* The next packet from vrdma within @ms (x slow): 1, or 0 if none came. */
+static int peer_recv(struct rx *r, int ms)
+{
+	uint8_t buf[8192];
+	struct timeval tv;
+	ssize_t n;
+	int el, pad;
+
+	ms *= rc_cfg.slow;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	setsockopt(peer_rx, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = recv(peer_rx, buf, sizeof(buf), 0);
+	if (n < 16)
+		return 0;
+	memset(r, 0, sizeof(*r));
+	r->op = buf[0];
+	pad = (buf[1] >> 4) & 3;
+	r->qpn = (buf[5] << 16) | (buf[6] << 8) | buf[7];
+	r->ackreq = buf[8] >> 7;
+	r->psn = (buf[9] << 16) | (buf[10] << 8) | buf[11];
+	el = ext_len(r->op);
+	if (n < 12 + el + pad + 4)
+		return 0;
+	if (el == 16 || el == 20) {
+		uint64_t va;
+		uint32_t v;
+
+		memcpy(&va, buf + 12, 8);
+		r->va = be64toh(va);
+		memcpy(&v, buf + 20, 4);
+		r->rkey = ntohl(v);
+		memcpy(&v, buf + 24, 4);
+		r->dmalen = ntohl(v);
+	}
+	if (r->op == OP_ACK || r->op == OP_READ_RESP_FIRST ||
+	    r->op == OP_READ_RESP_LAST || r->op == OP_READ_RESP_ONLY) {
+		r->syn = buf[12];
+		r->msn = (buf[13] << 16) | (buf[14] << 8) | buf[15];
+	}
+	r->len = n - 12 - el - pad - 4;
+	if (r->len > sizeof(r->data))
+		return 0;
+	memcpy(r->data, buf + 12 + el, r->len);
+	return 1;
+}
+
+static const char *op_name(uint8_t op)
+{
+	static const char * const names[] = {
+		"SEND_FIRST", "SEND_MIDDLE", "SEND_LAST", "SEND_LAST_IMM",
+		"SEND_ONLY", "SEND_ONLY_IMM", "WRITE_FIRST", "WRITE_MIDDLE",
+		"WRITE_LAST", "WRITE_LAST_IMM", "WRITE_ONLY", "WRITE_ONLY_IMM",
+		"READ_REQ", "READ_RESP_FIRST", "READ_RESP_MIDDLE",
+		"READ_RESP_LAST", "READ_RESP_ONLY", "ACK",
+	};
+
+	return op <= OP_ACK ? names[op] : "?";
+}
+
+static void peer_drain(void)
+{
+	struct rx r;
+
+	while (peer_recv(&r, 1))
+		;
+}
+
+/* ---- counters ------------------------------------------------------- */
+
+/* A vrdma counter; rxe has other ones: 0 there, and see COUNTER_DELTA. */
+static long long counter(const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	if (rc_cfg.is_rxe)
+		return 0;
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", DEV0, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* The increase of counter @name since @before: vrdma's only. */
+#define EXPECT_COUNTER(expected, name, before) do { \
+	if (!rc_cfg.is_rxe) \
+		EXPECT_EQ((expected), counter(name) - (before)) { \
+			TH_LOG("counter %s", (name)); \
+		} \
+} while (0)
+
+/* ---- fixture: one QP whose peer is the test ------------------------- */
+
+struct peer_opts {
+	uint32_t sq_psn, rq_psn;
+	int timeout, retry_cnt, rnr_retry;
+	int max_rd_atomic;	/* 0: the device's (up to 16) */
+	int min_rnr_timer;	/* 0: 1 */
+};
+
+FIXTURE(wire) {
+	struct rc_dev d;
+	struct rc_qp q;
+	struct rc_buf b;	/* 64 KiB, every access */
+	uint32_t sq_psn, rq_psn;
+	long long icrc_errors;
+};
+
+FIXTURE_SETUP(wire)
+{
+	memset(&self->q, 0, sizeof(self->q));
+	memset(&self->b, 0, sizeof(self->b));
+	rc_dev_open(_metadata, &self->d, 0);
+	rc_buf_alloc(_metadata, &self->b, self->d.pd, 64 << 10,
+		     RC_ACCESS_ALL);
+	peer_drain();
+	self->icrc_errors = counter("icrc_errors");
+}
+
+FIXTURE_TEARDOWN(wire)
+{
+	/* The fake peer's packets must all have passed the ICRC check. */
+	EXPECT_EQ(self->icrc_errors, counter("icrc_errors"));
+	rc_buf_free(&self->b);
+	rc_qp_destroy(&self->q);
+	rc_dev_close(&self->d);
+}
+
+/* Create and connect the QP, its peer being PEER_QPN at IP1. */
+static void peer_connect(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(wire) *self, const struct peer_opts *po)
+{
+	struct rc_opts o = { 0 };
+	struct ibv_qp_attr a;
+	union ibv_gid dgid;
+
+	rc_opts_default(&o, &self->d);
+	rc_qp_create(_metadata, &self->q, &self->d, &o);
+	self->q.timeout = po->timeout;
+	self->q.retry_cnt = po->retry_cnt;
+	self->q.rnr_retry = po->rnr_retry;
+	self->sq_psn = po->sq_psn;
+	self->rq_psn = po->rq_psn;
+	memset(&dgid, 0, sizeof(dgid));
+	dgid.raw[10] = dgid.raw[11] = 0xff;
+	inet_pton(AF_INET, IP1, dgid.raw + 12);
+
+	ASSERT_EQ(0, rc_to_init(&self->q, IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ));
+	rc_rtr_attr(&a, &self->q, PEER_QPN, &dgid, po->rq_psn);
+	a.min_rnr_timer = po->min_rnr_timer ? po->min_rnr_timer : 1;
+	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a, RC_RTR_MASK));
+	rc_rts_attr(&a, &self->q, po->sq_psn);
+	if (po->max_rd_atomic)
+		a.max_rd_atomic = po->max_rd_atomic;
+	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a, RC_RTS_MASK));
+	vrdma_qpn = self->q.qp->qp_num;
+}
+
+/* The next packet must come within @ms and be @op with PSN @psn. */
+#define EXPECT_PKT(r, op_, psn_, ms) do { \
+	ASSERT_EQ(1, peer_recv((r), (ms))) { \
+		TH_LOG("no %s for PSN %#x", op_name(op_), (psn_)); \
+	} \
+	EXPECT_EQ((op_), (r)->op) { \
+		TH_LOG("got %s PSN %#x, expected %s PSN %#x", \
+		       op_name((r)->op), (r)->psn, op_name(op_), (psn_)); \
+	} \
+	EXPECT_EQ((uint32_t)(psn_) & 0xffffff, (r)->psn) { \
+		TH_LOG("%s: PSN", op_name(op_)); \
+	} \
+	EXPECT_EQ((uint32_t)PEER_QPN, (r)->qpn); \
+} while (0)
+
+/* An ACK (or NAK) with syndrome @syn for @psn must come. */
+#define EXPECT_ACK(r, syn_, psn_, ms) do { \
+	EXPECT_PKT((r), OP_ACK, (psn_), (ms)); \
+	EXPECT_EQ((uint8_t)(syn_), (r)->syn) { \
+		TH_LOG("syndrome %#x, expected %#x", (r)->syn, (syn_)); \
+	} \
+} while (0)
+
+/* Nothing more comes from vrdma for a while. */
+#define EXPECT_QUIET(what) do { \
+	struct rx __r; \
+	EXPECT_EQ(0, peer_recv(&__r, 300)) { \
+		TH_LOG("%s: unexpected %s PSN %#x syndrome %#x", (what), \
+		       op_name(__r.op), __r.psn, __r.syn); \
+	} \
+} while (0)
+
+/*
+ * A duplicate request was sent: it must be ACKed again, by ACKs whose PSN
+ * is between the duplicate's (@from) and the latest executed (@to), with
+ * the current MSN.  vrdma sends one, for the duplicate's PSN; rxe one per
+ * duplicate packet, for the latest PSN: both are what IBA allows.
+ */
+static void expect_dup_acks(struct __test_metadata *_metadata,
+			    uint32_t from, uint32_t to, uint32_t msn)
+{
+	int n = 0;
+	struct rx r;
+
+	while (peer_recv(&r, n ? 300 : 1000)) {
+		EXPECT_EQ(OP_ACK, r.op);
+		EXPECT_EQ(SYN_ACK, r.syn);
+		EXPECT_LE(0, (int)((r.psn - from) << 8)) {
+			TH_LOG("ACK PSN %#x before the duplicate %#x", r.psn,
+			       from);
+		}
+		EXPECT_LE(0, (int)((to - r.psn) << 8)) {
+			TH_LOG("ACK PSN %#x after the latest %#x", r.psn, to);
+		}
+		EXPECT_EQ(msn, r.msn);
+		n++;
+	}
+	EXPECT_LT(0, n) {
+		TH_LOG("no ACK for the duplicate %#x", from);
+	}
+}
+
+static int send_only(uint32_t psn, const char *s, int ackreq)
+{
+	return peer_send(&(struct tx){
+		.op = OP_SEND_ONLY, .psn = psn, .ackreq = ackreq,
+		.data = s, .len = strlen(s),
+	});
+}
+
+/* Post a receive of 1 KiB at @off of the buffer. */
+static void post_recv(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(wire) *self, uint64_t wr_id, size_t off)
+{
+	ASSERT_EQ(0, rc_post_recv(&self->q, wr_id, &self->b, off, 1024));
+}
+
+/* A receive completion: @wr_id, @len bytes, the data at @off is @s. */
+static void expect_recv(struct __test_metadata *_metadata,
+			FIXTURE_DATA(wire) *self, uint64_t wr_id,
+			size_t off, const char *s)
+{
+	rc_expect_wc(_metadata, self->q.rcq, &(struct rc_wc_exp){
+		.wr_id = wr_id, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV, .recv = 1, .byte_len = strlen(s),
+		.qp_num = self->q.qp->qp_num,
+	}, "receive");
+	EXPECT_EQ(0, memcmp(self->b.p + off, s, strlen(s)));
+}
+
+/* ---- the responder ---------------------------------------------------- */
+
+TEST_F(wire, nak_once_per_gap)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x500 };
+	long long naks = counter("nak_sent"), seq = counter("seq_errors");
+	uint32_t p = po.rq_psn;
+	struct rx r;
+	int i;
+
+	peer_connect(_metadata, self, &po);
+	for (i = 0; i < 4; i++)
+		post_recv(_metadata, self, i, i * 1024);
+
+	/* p is lost: p + 1 is NAKed for p, p + 2 and p + 3 are not. */
+	ASSERT_EQ(0, send_only(p + 1, "lost-1", 1));
+	EXPECT_ACK(&r, SYN_NAK_SEQ, p, 1000);
+	EXPECT_EQ(0, r.msn);
+	ASSERT_EQ(0, send_only(p + 2, "lost-2", 1));
+	ASSERT_EQ(0, send_only(p + 3, "lost-3", 1));
+	EXPECT_QUIET("after the NAK");
+	EXPECT_CQ_EMPTY(self->q.rcq, "out of sequence requests");
+
+	/* The resent p and p + 1 are executed and ACKed. */
+	ASSERT_EQ(0, send_only(p, "zero", 1));
+	EXPECT_ACK(&r, SYN_ACK, p, 1000);
+	EXPECT_EQ(1, r.msn);
+	expect_recv(_metadata, self, 0, 0, "zero");
+	ASSERT_EQ(0, send_only(p + 1, "one", 1));
+	EXPECT_ACK(&r, SYN_ACK, p + 1, 1000);
+	EXPECT_EQ(2, r.msn);
+	expect_recv(_metadata, self, 1, 1024, "one");
+
+	/* A new gap, a new NAK: once. */
+	ASSERT_EQ(0, send_only(p + 3, "three", 1));
+	EXPECT_ACK(&r, SYN_NAK_SEQ, p + 2, 1000);
+	ASSERT_EQ(0, send_only(p + 3, "three", 1));
+	EXPECT_QUIET("the same gap again");
+	ASSERT_EQ(0, send_only(p + 2, "two", 1));
+	EXPECT_ACK(&r, SYN_ACK, p + 2, 1000);
+	ASSERT_EQ(0, send_only(p + 3, "three", 1));
+	EXPECT_ACK(&r, SYN_ACK, p + 3, 1000);
+	expect_recv(_metadata, self, 2, 2048, "two");
+	expect_recv(_metadata, self, 3, 3072, "three");
+
+	EXPECT_COUNTER(2, "nak_sent", naks);
+	EXPECT_COUNTER(5, "seq_errors", seq);
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+}
+
+TEST_F(wire, duplicate_send_write)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x777 };
+	long long dups = counter("duplicate_requests");
+	uint32_t p = po.rq_psn;
+	uint8_t msg[3 * MTU], w2[64];
+	struct rx r;
+	int i;
+
+	peer_connect(_metadata, self, &po);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, rc_post_recv(&self->q, i, &self->b, i * 4096,
+					  4096));
+
+	ASSERT_EQ(0, send_only(p, "first", 1));
+	EXPECT_ACK(&r, SYN_ACK, p, 1000);
+	expect_recv(_metadata, self, 0, 0, "first");
+	/* Its duplicate: ACKed again, same MSN, no receive consumed. */
+	ASSERT_EQ(0, send_only(p, "FIRST", 1));
+	expect_dup_acks(_metadata, p, p, 1);
+	EXPECT_CQ_EMPTY(self->q.rcq, "a duplicate SEND");
+
+	/* A WRITE; the memory is then changed; its duplicate changes nothing. */
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_WRITE_ONLY, .psn = p + 1, .ackreq = 1,
+		.va = (uintptr_t)self->b.p + 40000, .rkey = self->b.mr->rkey,
+		.dmalen = 5, .data = "write", .len = 5,
+	}));
+	EXPECT_ACK(&r, SYN_ACK, p + 1, 1000);
+	EXPECT_EQ(0, memcmp(self->b.p + 40000, "write", 5));
+	memset(self->b.p + 40000, 0x77, 64);
+	memset(w2, 0x11, sizeof(w2));
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_WRITE_ONLY, .psn = p + 1, .ackreq = 1,
+		.va = (uintptr_t)self->b.p + 40000, .rkey = self->b.mr->rkey,
+		.dmalen = 64, .data = w2, .len = 64,
+	}));
+	expect_dup_acks(_metadata, p + 1, p + 1, 2);
+	for (i = 0; i < 64; i++)
+		EXPECT_EQ(0x77, self->b.p[40000 + i]);
+
+	/* A 3-packet SEND, then all of it again. */
+	for (i = 0; i < 3 * MTU; i++)
+		msg[i] = i * 7;
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_SEND_FIRST, .psn = p + 2, .data = msg,
+			.len = MTU,
+		}));
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_SEND_MIDDLE, .psn = p + 3, .data = msg + MTU,
+			.len = MTU,
+		}));
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_SEND_LAST, .psn = p + 4, .ackreq = 1,
+			.data = msg + 2 * MTU, .len = MTU,
+		}));
+		if (i == 1) {
+			expect_dup_acks(_metadata, p + 2, p + 4, 3);
+			break;
+		}
+		EXPECT_ACK(&r, SYN_ACK, p + 4, 1000);
+		EXPECT_EQ(3, r.msn);
+		if (i == 0) {
+			rc_expect_wc(_metadata, self->q.rcq, &(struct rc_wc_exp){
+				.wr_id = 1, .status = IBV_WC_SUCCESS,
+				.opcode = IBV_WC_RECV, .recv = 1,
+				.byte_len = 3 * MTU,
+				.qp_num = self->q.qp->qp_num,
+			}, "3-packet SEND");
+			EXPECT_EQ(0, memcmp(self->b.p + 4096, msg, 3 * MTU));
+		}
+	}
+	EXPECT_QUIET("after the duplicate message");
+	EXPECT_CQ_EMPTY(self->q.rcq, "a duplicate 3-packet SEND");
+
+	/* The next new SEND gets the next receive WQE. */
+	ASSERT_EQ(0, send_only(p + 5, "next", 1));
+	EXPECT_ACK(&r, SYN_ACK, p + 5, 1000);
+	EXPECT_EQ(4, r.msn);
+	expect_recv(_metadata, self, 2, 8192, "next");
+	EXPECT_COUNTER(5, "duplicate_requests", dups);
+}
+
+/* Check @n read responses of @len bytes from PSN @psn carrying @want. */
+static void expect_read_responses(struct __test_metadata *_metadata,
+				  uint32_t psn, const uint8_t *want,
+				  uint32_t len, uint32_t msn, int mid)
+{
+	uint32_t n = (len + MTU - 1) / MTU, i;
+	struct rx r;
+
+	for (i = 0; i < n; i++) {
+		uint8_t op = n == 1 ? OP_READ_RESP_ONLY :
+			     i == 0 ? OP_READ_RESP_FIRST :
+			     i == n - 1 ? OP_READ_RESP_LAST :
+			     OP_READ_RESP_MIDDLE;
+		uint32_t plen = i == n - 1 ? len - i * MTU : MTU;
+
+		if (mid && i == 0 && rc_cfg.is_rxe) {
+			RC_QUIRK("a READ asked again from its middle is "
+				 "answered from a MIDDLE on");
+			op = n == 1 ? OP_READ_RESP_LAST : OP_READ_RESP_MIDDLE;
+		}
+
+		EXPECT_PKT(&r, op, psn + i, 1000);
+		EXPECT_EQ(plen, r.len);
+		EXPECT_EQ(0, memcmp(r.data, want + i * MTU, plen)) {
+			TH_LOG("response %u: data", i);
+		}
+		if (op != OP_READ_RESP_MIDDLE) {
+			EXPECT_EQ(SYN_ACK, r.syn);
+			EXPECT_EQ(msn, r.msn);
+		}
+	}
+}
+
+TEST_F(wire, duplicate_read)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0xabc };
+	uint32_t q = po.rq_psn, len = 3 * MTU + 100, i;
+	uint8_t *mem;
+	struct rx r;
+
+	peer_connect(_metadata, self, &po);
+	mem = self->b.p + 8192;
+	for (i = 0; i < len; i++)
+		mem[i] = i * 13 + 1;
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_READ_REQ, .psn = q, .ackreq = 1,
+		.va = (uintptr_t)mem, .rkey = self->b.mr->rkey, .dmalen = len,
+	}));
+	expect_read_responses(_metadata, q, mem, len, 1, 0);
+
+	/* Executed again: what the memory holds now is read. */
+	for (i = 0; i < len; i++)
+		mem[i] = i * 5 + 3;
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_READ_REQ, .psn = q, .ackreq = 1,
+		.va = (uintptr_t)mem, .rkey = self->b.mr->rkey, .dmalen = len,
+	}));
+	expect_read_responses(_metadata, q, mem, len, 1, 0);
+
+	/* From its third response on, as a requester asks after a loss. */
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_READ_REQ, .psn = q + 2, .ackreq = 1,
+		.va = (uintptr_t)mem + 2 * MTU, .rkey = self->b.mr->rkey,
+		.dmalen = len - 2 * MTU,
+	}));
+	expect_read_responses(_metadata, q + 2, mem + 2 * MTU, len - 2 * MTU,
+			      1, 1);
+	EXPECT_QUIET("after the READs");
+
+	/* The responder still expects q + 4. */
+	post_recv(_metadata, self, 9, 0);
+	ASSERT_EQ(0, send_only(q + 4, "after", 1));
+	EXPECT_ACK(&r, SYN_ACK, q + 4, 1000);
+	EXPECT_EQ(2, r.msn);
+	expect_recv(_metadata, self, 9, 0, "after");
+}
+
+TEST_F(wire, rnr_nak)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x10,
+				.min_rnr_timer = 14 };
+	uint32_t p = po.rq_psn;
+	struct rx r;
+
+	peer_connect(_metadata, self, &po);
+	ASSERT_EQ(0, send_only(p, "no recv", 1));
+	EXPECT_ACK(&r, SYN_RNR(14), p, 1000);
+	EXPECT_EQ(0, r.msn);
+	/* Nothing else is NAKed until p comes again. */
+	ASSERT_EQ(0, send_only(p + 1, "after", 1));
+	if (rc_cfg.is_rxe && peer_recv(&r, 300)) {
+		RC_QUIRK("a sequence error NAK after an RNR NAK");
+		EXPECT_EQ(OP_ACK, r.op);
+		EXPECT_EQ(SYN_NAK_SEQ, r.syn);
+		EXPECT_EQ(p, r.psn);
+	}
+	EXPECT_QUIET("after an RNR NAK");
+
+	post_recv(_metadata, self, 1, 0);
+	post_recv(_metadata, self, 2, 1024);
+	ASSERT_EQ(0, send_only(p, "no recv", 1));
+	EXPECT_ACK(&r, SYN_ACK, p, 1000);
+	ASSERT_EQ(0, send_only(p + 1, "after", 1));
+	EXPECT_ACK(&r, SYN_ACK, p + 1, 1000);
+	EXPECT_EQ(2, r.msn);
+	expect_recv(_metadata, self, 1, 0, "no recv");
+	expect_recv(_metadata, self, 2, 1024, "after");
+}
+
+TEST_F(wire, ack_coalescing)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x2000 };
+	long long sent = counter("acks_sent");
+	long long coalesced = counter("acks_coalesced");
+	uint32_t p = po.rq_psn, last = p - 1;
+	int i, acks = 0;
+	struct rx r;
+
+	peer_connect(_metadata, self, &po);
+	for (i = 0; i < 64; i++)
+		post_recv(_metadata, self, i, i * 1024);
+	for (i = 0; i < 64; i++)
+		ASSERT_EQ(0, send_only(p + i, "x", 1));
+	while (last != p + 63) {
+		ASSERT_EQ(1, peer_recv(&r, 2000)) {
+			TH_LOG("ACKs stopped at PSN %#x", last);
+		}
+		ASSERT_EQ(OP_ACK, r.op);
+		EXPECT_EQ(SYN_ACK, r.syn);
+		/* In order, each for all requests up to its PSN. */
+		EXPECT_LT(0, (int)(r.psn - last));
+		EXPECT_EQ(r.psn - p + 1, r.msn);
+		last = r.psn;
+		acks++;
+	}
+	EXPECT_QUIET("after the last ACK");
+	TH_LOG("64 requests asking for an ACK: %d ACKs", acks);
+	EXPECT_COUNTER(acks, "acks_sent", sent);
+	EXPECT_COUNTER(64 - acks, "acks_coalesced", coalesced);
+	for (i = 0; i < 64; i++)
+		rc_expect_wc(_metadata, self->q.rcq, &(struct rc_wc_exp){
+			.wr_id = i, .status = IBV_WC_SUCCESS,
+			.opcode = IBV_WC_RECV, .recv = 1, .byte_len = 1,
+			.qp_num = self->q.qp->qp_num,
+		}, "burst");
+}
+
+TEST_F(wire, psn_wrap_responder)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0xfffffe };
+	static const uint32_t psns[] = { 0xfffffe, 0xffffff, 0, 1 };
+	struct rx r;
+	int i;
+
+	peer_connect(_metadata, self, &po);
+	for (i = 0; i < 6; i++)
+		post_recv(_metadata, self, i, i * 1024);
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, send_only(psns[i], "w", 1));
+		EXPECT_ACK(&r, SYN_ACK, psns[i], 1000);
+		EXPECT_EQ((uint32_t)i + 1, r.msn);
+	}
+	/* A duplicate from before the wrap, a gap after it. */
+	ASSERT_EQ(0, send_only(0xffffff, "dup", 1));
+	expect_dup_acks(_metadata, 0xffffff, 1, 4);
+	ASSERT_EQ(0, send_only(3, "gap", 1));
+	EXPECT_ACK(&r, SYN_NAK_SEQ, 2, 1000);
+	ASSERT_EQ(0, send_only(2, "two", 1));
+	EXPECT_ACK(&r, SYN_ACK, 2, 1000);
+	for (i = 0; i < 5; i++)
+		rc_expect_wc(_metadata, self->q.rcq, &(struct rc_wc_exp){
+			.wr_id = i, .status = IBV_WC_SUCCESS,
+			.opcode = IBV_WC_RECV, .recv = 1,
+			.byte_len = i < 4 ? 1 : 3,
+			.qp_num = self->q.qp->qp_num,
+		}, "across the wrap");
+	EXPECT_CQ_EMPTY(self->q.rcq, "the duplicate and the gap");
+}
+
+/* ---- the requester ---------------------------------------------------- */
+
+static void fill(uint8_t *p, size_t n, int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = i * 31 + seed;
+}
+
+static void expect_send_wc(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(wire) *self, uint64_t wr_id,
+			   enum ibv_wc_status status, enum ibv_wc_opcode op)
+{
+	rc_expect_wc(_metadata, self->q.scq, &(struct rc_wc_exp){
+		.wr_id = wr_id, .status = status, .opcode = op,
+		.qp_num = self->q.qp->qp_num,
+	}, "send queue");
+}
+
+/* The packets of an 8-packet SEND at PSN s, offset @from on, in order. */
+static void expect_send_packets(struct __test_metadata *_metadata,
+				const uint8_t *msg, uint32_t s, int from)
+{
+	struct rx r;
+	int i;
+
+	for (i = from; i < 8; i++) {
+		uint8_t op = i == 0 ? OP_SEND_FIRST : i == 7 ? OP_SEND_LAST :
+			     OP_SEND_MIDDLE;
+
+		EXPECT_PKT(&r, op, s + i, 1000);
+		EXPECT_EQ(MTU, r.len);
+		EXPECT_EQ(0, memcmp(r.data, msg + i * MTU, MTU)) {
+			TH_LOG("packet %d: payload", i);
+		}
+		EXPECT_EQ(i == 7, r.ackreq);
+	}
+}
+
+static void go_back_n(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(wire) *self, uint32_t s, int nak_at)
+{
+	struct peer_opts po = { .sq_psn = s, .rq_psn = 0x100, .timeout = 20 };
+	long long rt = counter("retransmits"), nr = counter("nak_rcvd");
+	uint8_t *msg = self->b.p;
+
+	peer_connect(_metadata, self, &po);
+	fill(msg, 8 * MTU, 1);
+	ASSERT_EQ(0, rc_post_send(&self->q, 1, IBV_WR_SEND, &self->b, 0,
+				  8 * MTU, IBV_SEND_SIGNALED, 0, 0));
+	expect_send_packets(_metadata, msg, s, 0);
+
+	/* Packet nak_at was lost; the NAK comes twice (a copy, or late). */
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = s + nak_at, .syn = SYN_NAK_SEQ, .msn = 0,
+	}));
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = s + nak_at, .syn = SYN_NAK_SEQ, .msn = 0,
+	}));
+	expect_send_packets(_metadata, msg, s, nak_at);
+	EXPECT_QUIET("resent once");
+	EXPECT_CQ_EMPTY(self->q.scq, "before the ACK");
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = s + 7, .syn = SYN_ACK, .msn = 1,
+	}));
+	expect_send_wc(_metadata, self, 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+	EXPECT_COUNTER(1, "retransmits", rt);
+	/* The copy may be dropped before it is looked at. */
+	if (!rc_cfg.is_rxe)
+		EXPECT_LE(1, counter("nak_rcvd") - nr);
+}
+
+TEST_F(wire, go_back_n)
+{
+	go_back_n(_metadata, self, 0x300, 3);
+}
+
+/* PSNs 0xfffffd..2: the NAK for PSN 0 resumes at the 4th packet. */
+TEST_F(wire, psn_wrap_requester)
+{
+	go_back_n(_metadata, self, 0xfffffd, 3);
+}
+
+TEST_F(wire, coalesced_ack)
+{
+	struct peer_opts po = { .sq_psn = 0x1000, .rq_psn = 0x100,
+				.timeout = 20 };
+	struct rx r;
+	int i;
+
+	peer_connect(_metadata, self, &po);
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, rc_post_send(&self->q, 10 + i, IBV_WR_SEND,
+					  &self->b, i * 100, 100,
+					  IBV_SEND_SIGNALED, 0, 0));
+	for (i = 0; i < 5; i++)
+		EXPECT_PKT(&r, OP_SEND_ONLY, 0x1000 + i, 1000);
+	EXPECT_CQ_EMPTY(self->q.scq, "nothing ACKed");
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = 0x1004, .syn = SYN_ACK, .msn = 5,
+	}));
+	for (i = 0; i < 5; i++)
+		expect_send_wc(_metadata, self, 10 + i, IBV_WC_SUCCESS,
+			       IBV_WC_SEND);
+	EXPECT_QUIET("after the ACK");
+}
+
+/* A READ request of @len at @off of the buffer must come, PSN @psn. */
+static void expect_read_req(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(wire) *self, uint32_t psn,
+			    uint64_t va, uint32_t len)
+{
+	struct rx r;
+
+	EXPECT_PKT(&r, OP_READ_REQ, psn, 1000);
+	EXPECT_EQ(va, r.va);
+	EXPECT_EQ(0x5555, r.rkey);
+	EXPECT_EQ(len, r.dmalen) {
+		TH_LOG("READ request length");
+	}
+}
+
+static int read_resp(uint8_t op, uint32_t psn, const uint8_t *data,
+		     uint32_t len, uint32_t msn)
+{
+	return peer_send(&(struct tx){
+		.op = op, .psn = psn, .syn = SYN_ACK, .msn = msn,
+		.data = data, .len = len,
+	});
+}
+
+/*
+ * A READ of 3 packets and a SEND behind it.  The peer answers the first
+ * response, loses the second and answers the third: the READ is asked
+ * again from the second (and the SEND resent behind it, go-back-N).  Of
+ * that answer the peer sends the first response, loses the second, and
+ * ACKs the SEND: that ACK implies the missing response was lost, and the
+ * READ is asked again from there.  A copy of that ACK asks for nothing
+ * more: the requester went back there already.
+ */
+TEST_F(wire, implied_nak)
+{
+	struct peer_opts po = { .sq_psn = 0x800, .rq_psn = 0x100,
+				.timeout = 20 };
+	long long imp = counter("implied_naks");
+	uint8_t src[3 * MTU], *dst = self->b.p + 16384;
+	uint32_t r0 = 0x800;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct rx r;
+
+	peer_connect(_metadata, self, &po);
+	fill(src, sizeof(src), 5);
+	memset(dst, 0, sizeof(src));
+	sge = (struct ibv_sge){ .addr = (uintptr_t)dst, .length = 3 * MTU,
+				.lkey = self->b.mr->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.wr.rdma.remote_addr = 0x7000000;
+	wr.wr.rdma.rkey = 0x5555;
+	ASSERT_EQ(0, ibv_post_send(self->q.qp, &wr, &bad));
+	ASSERT_EQ(0, rc_post_send(&self->q, 2, IBV_WR_SEND, &self->b, 0, 10,
+				  IBV_SEND_SIGNALED, 0, 0));
+	expect_read_req(_metadata, self, r0, 0x7000000, 3 * MTU);
+	EXPECT_PKT(&r, OP_SEND_ONLY, r0 + 3, 1000);
+
+	/* A gap in the responses: asked again from the missing one. */
+	ASSERT_EQ(0, read_resp(OP_READ_RESP_FIRST, r0, src, MTU, 0));
+	ASSERT_EQ(0, read_resp(OP_READ_RESP_LAST, r0 + 2, src + 2 * MTU, MTU,
+			       1));
+	if (rc_cfg.is_rxe) {
+		/* It waits for its timeout, and then has no stale filter. */
+		RC_QUIRK("a gap in READ responses is not an implied NAK");
+		SKIP(return, "rxe repairs READ response gaps by timeout");
+	}
+	expect_read_req(_metadata, self, r0 + 1, 0x7000000 + MTU, 2 * MTU);
+	EXPECT_PKT(&r, OP_SEND_ONLY, r0 + 3, 1000);
+	EXPECT_QUIET("asked again once");
+
+	/* One response of that, then an ACK beyond the READ. */
+	ASSERT_EQ(0, read_resp(OP_READ_RESP_FIRST, r0 + 1, src + MTU, MTU, 1));
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = r0 + 3, .syn = SYN_ACK, .msn = 2,
+	}));
+	expect_read_req(_metadata, self, r0 + 2, 0x7000000 + 2 * MTU, MTU);
+	EXPECT_PKT(&r, OP_SEND_ONLY, r0 + 3, 1000);
+	EXPECT_CQ_EMPTY(self->q.scq, "the READ is not complete");
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = r0 + 3, .syn = SYN_ACK, .msn = 2,
+	}));
+	EXPECT_QUIET("a copy of the ACK");
+
+	ASSERT_EQ(0, read_resp(OP_READ_RESP_ONLY, r0 + 2, src + 2 * MTU, MTU,
+			       1));
+	expect_send_wc(_metadata, self, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	EXPECT_EQ(0, memcmp(dst, src, sizeof(src)));
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = r0 + 3, .syn = SYN_ACK, .msn = 2,
+	}));
+	expect_send_wc(_metadata, self, 2, IBV_WC_SUCCESS, IBV_WC_SEND);
+	EXPECT_QUIET("all done");
+	if (!rc_cfg.is_rxe)
+		EXPECT_LE(2, counter("implied_naks") - imp);
+}
+
+TEST_F_TIMEOUT(wire, retry_exhausted, 60)
+{
+	struct peer_opts po = { .sq_psn = 0xfffffe, .rq_psn = 0x100,
+				.retry_cnt = 3 };
+	long long to = counter("timeouts");
+	double t0, took, each;
+	int sends = 0;
+	struct rx r;
+
+	po.timeout = rc_slow_timeout(14);	/* 67 ms */
+	each = 4.096e-3 * (1 << po.timeout);
+	peer_connect(_metadata, self, &po);
+	t0 = rc_now_ms();
+	ASSERT_EQ(0, rc_post_send(&self->q, 1, IBV_WR_SEND, &self->b, 0, 2000,
+				  IBV_SEND_SIGNALED, 0, 0));
+	ASSERT_EQ(0, rc_post_send(&self->q, 2, IBV_WR_RDMA_WRITE, &self->b, 0,
+				  10, IBV_SEND_SIGNALED, 0x1000, 0x5555));
+	expect_send_wc(_metadata, self, 1, IBV_WC_RETRY_EXC_ERR, 0);
+	took = rc_now_ms() - t0;
+	expect_send_wc(_metadata, self, 2, IBV_WC_WR_FLUSH_ERR, 0);
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(self->q.qp));
+	/* Each try: FIRST and LAST of the SEND, then the WRITE. */
+	while (peer_recv(&r, 300)) {
+		EXPECT_EQ(PEER_QPN, r.qpn);
+		if (r.psn == 0xfffffe)
+			sends++;
+	}
+	EXPECT_EQ(4, sends);
+	EXPECT_COUNTER(4, "timeouts", to);
+	TH_LOG("4 tries of %.0f ms: RETRY_EXC_ERR after %.0f ms", each, took);
+	EXPECT_GE(took, 4 * each * 0.9);
+	EXPECT_LE(took, 4 * each * 1.5 * rc_cfg.slow + 500);
+}
+
+TEST_F(wire, rnr_exhausted)
+{
+	struct peer_opts po = { .sq_psn = 0x42, .rq_psn = 0x100,
+				.rnr_retry = 2, .timeout = 20 };
+	long long rnr = counter("rnr_nak_rcvd");
+	struct rx r;
+	int i;
+
+	peer_connect(_metadata, self, &po);
+	ASSERT_EQ(0, rc_post_send(&self->q, 1, IBV_WR_SEND, &self->b, 0, 100,
+				  IBV_SEND_SIGNALED, 0, 0));
+	ASSERT_EQ(0, rc_post_send(&self->q, 2, IBV_WR_SEND, &self->b, 0, 100,
+				  IBV_SEND_SIGNALED, 0, 0));
+	/* The first try and rnr_retry retries, each RNR NAKed (10 us). */
+	for (i = 0; i < 3; i++) {
+		EXPECT_PKT(&r, OP_SEND_ONLY, 0x42, 1000);
+		EXPECT_PKT(&r, OP_SEND_ONLY, 0x43, 1000);
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_ACK, .psn = 0x42, .syn = SYN_RNR(1),
+		}));
+	}
+	expect_send_wc(_metadata, self, 1, IBV_WC_RNR_RETRY_EXC_ERR, 0);
+	expect_send_wc(_metadata, self, 2, IBV_WC_WR_FLUSH_ERR, 0);
+	EXPECT_QUIET("after RNR_RETRY_EXC_ERR");
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(self->q.qp));
+	EXPECT_COUNTER(3, "rnr_nak_rcvd", rnr);
+}
+
+TEST_F(wire, max_rd_atomic)
+{
+	struct peer_opts po = { .sq_psn = 0x10, .rq_psn = 0x100,
+				.timeout = 20, .max_rd_atomic = 2 };
+	uint8_t data[100];
+	int i;
+
+	peer_connect(_metadata, self, &po);
+	fill(data, sizeof(data), 9);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, rc_post_send(&self->q, i, IBV_WR_RDMA_READ,
+					  &self->b, i * 100, 100,
+					  IBV_SEND_SIGNALED,
+					  0x9000 + i * 100, 0x5555));
+	/* Two READs, then nothing until the first is answered. */
+	expect_read_req(_metadata, self, 0x10, 0x9000, 100);
+	expect_read_req(_metadata, self, 0x11, 0x9064, 100);
+	EXPECT_QUIET("max_rd_atomic READs outstanding");
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, read_resp(OP_READ_RESP_ONLY, 0x10 + i, data, 100,
+				       i + 1));
+		expect_send_wc(_metadata, self, i, IBV_WC_SUCCESS,
+			       IBV_WC_RDMA_READ);
+		if (i < 2)
+			expect_read_req(_metadata, self, 0x12 + i,
+					0x9000 + (i + 2) * 100, 100);
+	}
+	EXPECT_QUIET("all answered");
+	EXPECT_EQ(0, memcmp(self->b.p + 300, data, 100));
+}
+
+/* ---- setup, in the parent before the tests fork ------------------------ */
+
+static int set_up;
+
+static int shf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int shf(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return rc_sh(cmd);
+}
+
+static void suite_teardown(void)
+{
+	if (!set_up)
+		return;
+	shf("{ rdma link delete %s; ip link del " NETDEV0 "; "
+	    "ip netns del " NS "; } >/dev/null 2>&1", DEV0);
+	if (rc_cfg.is_rxe)
+		rc_sh("rmmod rdma_rxe 2>/dev/null");
+	set_up = 0;
+}
+
+static void bail(const char *msg, int code)
+{
+	suite_teardown();
+	printf("TAP version 13\n%s %s\n",
+	       code == KSFT_SKIP ? "1..0 # SKIP" : "Bail out!", msg);
+	exit(code);
+}
+
+/* The fake peer's sockets, in the namespace NS. */
+static int peer_sockets(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(ROCE_PORT) };
+	int self_ns, ns, ret = -1;
+
+	self_ns = open("/proc/self/ns/net", O_RDONLY);
+	ns = open("/run/netns/" NS, O_RDONLY);
+	if (self_ns < 0 || ns < 0 || setns(ns, CLONE_NEWNET))
+		goto out;
+	peer_tx = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+	peer_rx = socket(AF_INET, SOCK_DGRAM, 0);
+	inet_pton(AF_INET, IP1, &a.sin_addr);
+	if (peer_tx >= 0 && peer_rx >= 0 &&
+	    !bind(peer_rx, (struct sockaddr *)&a, sizeof(a)))
+		ret = 0;
+	if (setns(self_ns, CLONE_NEWNET))
+		ret = -1;
+out:
+	if (self_ns >= 0)
+		close(self_ns);
+	if (ns >= 0)
+		close(ns);
+	return ret;
+}
+
+/* The index of @dev's RoCE v2 GID with an IPv4 address, or -1. */
+static int find_gid(const char *dev)
+{
+	char path[256], gid[64], type[32];
+	int i, found = -1;
+	FILE *f;
+
+	for (i = 0; i < 64 && found < 0; i++) {
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
+		f = fopen(path, "r");
+		if (!f)
+			break;
+		if (!fgets(gid, sizeof(gid), f))
+			gid[0] = 0;
+		fclose(f);
+		if (strncmp(gid, "0000:0000:0000:0000:0000:ffff:", 30))
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
+			 dev, i);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(type, sizeof(type), f) &&
+		    !strncmp(type, "RoCE v2", 7))
+			found = i;
+		fclose(f);
+	}
+	return found;
+}
+
+static void suite_setup(void)
+{
+	const char *slow = getenv("VRDMA_TEST_SLOW");
+	const char *type = getenv("VRDMA_TEST_TYPE");
+	const char *why;
+	double deadline;
+
+	crc_init();
+	rc_cfg.type = type && *type ? type : "vrdma";
+	rc_cfg.is_rxe = !strcmp(rc_cfg.type, "rxe");
+	rc_cfg.slow = slow ? atoi(slow) : 1;
+	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
+		bail("VRDMA_TEST_SLOW must be 1..64", KSFT_SKIP);
+	if (getuid() != 0)
+		bail("must run as root (in the VM)", KSFT_SKIP);
+	if (rc_cfg.is_rxe) {
+		/* rxe and vrdma both bind UDP port 4791. */
+		if (vrdma_ko_loaded("vrdma") && rc_sh("rmmod vrdma") != 0)
+			bail("vrdma is loaded and cannot be unloaded",
+			     KSFT_FAIL);
+		if (rc_sh("modprobe rdma_rxe") != 0)
+			bail("rdma_rxe is not available", KSFT_SKIP);
+	} else if (!strcmp(rc_cfg.type, "vrdma")) {
+		if (vrdma_ko_loaded("rdma_rxe") &&
+		    rc_sh("rmmod rdma_rxe") != 0)
+			bail("rdma_rxe is loaded and cannot be unloaded",
+			     KSFT_FAIL);
+		if (vrdma_ko_load(&why))
+			bail(why, KSFT_FAIL);
+	} else {
+		bail("VRDMA_TEST_TYPE must be vrdma or rxe", KSFT_SKIP);
+	}
+	snprintf(rc_cfg.name[0], sizeof(rc_cfg.name[0]), "%swt0",
+		 rc_cfg.type);
+
+	set_up = 1;
+	suite_teardown();
+	set_up = 1;
+	if (rc_sh("ip netns add " NS " && ip -batch - <<EOF\n"
+		  "link add " NETDEV0 " address " MAC0 " type veth peer name "
+		  NETDEV1 " address " MAC1 " netns " NS "\n"
+		  "addr add " IP0 "/24 dev " NETDEV0 "\n"
+		  "link set " NETDEV0 " up\n"
+		  "neigh replace " IP1 " lladdr " MAC1 " dev " NETDEV0
+		  " nud permanent\n"
+		  "EOF\n"
+		  "ip -n " NS " -batch - <<EOF\n"
+		  "link set lo up\n"
+		  "addr add " IP1 "/24 dev " NETDEV1 "\n"
+		  "link set " NETDEV1 " up\n"
+		  "neigh replace " IP0 " lladdr " MAC0 " dev " NETDEV1
+		  " nud permanent\n"
+		  "EOF"))
+		bail("veth/netns setup failed", KSFT_FAIL);
+	if (shf("rdma link add %s type %s netdev " NETDEV0, DEV0,
+		rc_cfg.type))
+		bail("rdma link add failed", KSFT_FAIL);
+	if (peer_sockets())
+		bail("the fake peer's sockets", KSFT_FAIL);
+
+	deadline = rc_now_ms() + RC_TIMEOUT_MS;
+	while ((rc_cfg.gid_idx[0] = find_gid(DEV0)) < 0) {
+		if (rc_now_ms() > deadline)
+			bail("no IPv4 RoCE v2 GID appeared", KSFT_FAIL);
+		usleep(100 * 1000);
+	}
+}
+
+/* "rc_wire_test NAME..." runs only the tests named. */
+static void select_tests(int argc, char **argv)
+{
+	struct __fixture_metadata *f;
+	struct __test_metadata *t, **link;
+	int i, keep;
+
+	if (argc < 2)
+		return;
+	for (f = __fixture_list; f; f = f->next) {
+		link = &f->tests;
+		for (t = f->tests; t; t = t->next) {
+			for (keep = 0, i = 1; i < argc && !keep; i++)
+				keep = !strcmp(argv[i], t->name);
+			if (keep) {
+				*link = t;
+				link = &t->next;
+			}
+		}
+		*link = NULL;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	int ret;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	select_tests(argc, argv);
+	suite_setup();
+	ret = test_harness_run(argc, argv);
+	suite_teardown();
+	return ret;
+}

@@ -122,6 +122,28 @@ static long long counter(const char *dev, const char *name)
 	return v;
 }
 
+/* Counter @name of port 1 of @dev as "rdma statistic" shows it, or -1. */
+static long long rdma_stat(const char *dev, const char *name)
+{
+	char cmd[128], buf[8192], key[64], *at;
+	long long v = -1;
+	size_t n;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "rdma statistic show link %s/1", dev);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	pclose(f);
+	buf[n] = 0;
+	snprintf(key, sizeof(key), " %s ", name);
+	at = strstr(buf, key);
+	if (at && sscanf(at + strlen(key), "%lld", &v) != 1)
+		v = -1;
+	return v;
+}
+
 static const char * const counter_names[] = {
 	"sent_pkts", "rcvd_pkts", "retransmits", "timeouts", "nak_sent",
 	"nak_rcvd", "seq_errors", "duplicate_requests", "duplicate_responses",
@@ -787,6 +809,10 @@ TEST_F_TIMEOUT(loss, total_loss, 120)
 	EXPECT_EQ(o.retry_cnt + 1, counters_delta(&before, 0, "timeouts"));
 	EXPECT_EQ(o.retry_cnt, counters_delta(&before, 0, "retransmits"));
 	EXPECT_EQ(1, counters_delta(&before, 0, "retry_exceeded"));
+	/* What users see (netlink) is what sysfs shows. */
+	EXPECT_EQ(counter(DEV0, "timeouts"), rdma_stat(DEV0, "timeouts"));
+	EXPECT_EQ(counter(DEV0, "retry_exceeded"),
+		  rdma_stat(DEV0, "retry_exceeded"));
 	/* B saw nothing, and is fine. */
 	EXPECT_EQ(0, counters_delta(&before, 1, "rcvd_pkts"));
 	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(e->p.b.qp));

@@ -58,12 +58,12 @@ struct rc_config rc_cfg;
 #define NS		"vrdmaloss"
 #define NETDEV0		"rlt0"		/* in the initial namespace */
 #define NETDEV1		"rlt1"		/* in NS */
-#define IP0		"10.213.0.1"
-#define IP1		"10.213.0.2"
+#define IP0		"10.217.0.1"
+#define IP1		"10.217.0.2"
 #define DEV0		"vrdmalt0"
 #define DEV1		"vrdmalt1"
-#define MAC0		"02:00:0a:d5:00:01"
-#define MAC1		"02:00:0a:d5:00:02"
+#define MAC0		"02:00:0a:d9:00:01"
+#define MAC1		"02:00:0a:d9:00:02"
 
 /* The impairment of the stream; delay makes netem's reordering act. */
 #define NETEM_MANGLE	"delay 1ms reorder 10% loss 5% duplicate 2%"

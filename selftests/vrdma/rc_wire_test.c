@@ -73,10 +73,10 @@ struct rc_config rc_cfg;
 #define NS		"vrdmawire"
 #define NETDEV0		"rwt0"		/* in the initial namespace */
 #define NETDEV1		"rwt1"		/* in NS: the fake peer's */
-#define IP0		"10.214.0.1"
-#define IP1		"10.214.0.2"
-#define MAC0		"02:00:0a:d6:00:01"
-#define MAC1		"02:00:0a:d6:00:02"
+#define IP0		"10.218.0.1"
+#define IP1		"10.218.0.2"
+#define MAC0		"02:00:0a:da:00:01"
+#define MAC1		"02:00:0a:da:00:02"
 #define DEV0		(rc_cfg.name[0])	/* vrdmawt0 or rxewt0 */
 #define PEER_QPN	0x4242
 #define ROCE_PORT	4791

@@ -5,9 +5,9 @@
 # and READ between two vrdma devices under netem loss, reordering and
 # duplication, every byte and every completion checked (make check runs it
 # with 64 MiB).  Run on the host, it boots a VM for it with scripts/vm-run;
-# make check-long runs it.  Under TCG the stream moves 0.3-0.5 MB/s
-# (go-back-N pays for netem's reordering with retransmissions): count on
-# about an hour.  Output is TAP.
+# make check-long runs it.  Under TCG the stream moves 0.3-0.7 MB/s
+# (go-back-N pays for netem's reordering with retransmissions): 25 minutes
+# on a quiet host, up to an hour on a busy one.  Output is TAP.
 #
 #   selftests/vrdma/rc_loss_long.sh
 #   VRDMA_LOSS_MB=256 selftests/vrdma/rc_loss_long.sh   # another size

@@ -1126,38 +1126,6 @@ static void bail(const char *msg, int code)
 	exit(code);
 }
 
-/* The index of @dev's RoCE v2 GID with an IPv4 address, or -1. */
-static int find_gid(const char *dev)
-{
-	char path[256], gid[64], type[32];
-	int i, found = -1;
-	FILE *f;
-
-	for (i = 0; i < 64 && found < 0; i++) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
-		f = fopen(path, "r");
-		if (!f)
-			break;
-		if (!fgets(gid, sizeof(gid), f))
-			gid[0] = 0;
-		fclose(f);
-		if (strncmp(gid, "0000:0000:0000:0000:0000:ffff:", 30))
-			continue;
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
-			 dev, i);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(type, sizeof(type), f) &&
-		    !strncmp(type, "RoCE v2", 7))
-			found = i;
-		fclose(f);
-	}
-	return found;
-}
-
 static void suite_setup(void)
 {
 	const char *slow = getenv("VRDMA_TEST_SLOW");
@@ -1201,8 +1169,8 @@ static void suite_setup(void)
 
 	deadline = rc_now_ms() + RC_TIMEOUT_MS;
 	for (;;) {
-		rc_cfg.gid_idx[0] = find_gid(DEV0);
-		rc_cfg.gid_idx[1] = find_gid(DEV1);
+		rc_cfg.gid_idx[0] = rc_find_gid(DEV0);
+		rc_cfg.gid_idx[1] = rc_find_gid(DEV1);
 		if (rc_cfg.gid_idx[0] >= 0 && rc_cfg.gid_idx[1] >= 0)
 			break;
 		if (rc_now_ms() > deadline)

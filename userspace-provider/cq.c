@@ -270,7 +270,7 @@ static unsigned int vrdma_wc_read_wc_flags(struct ibv_cq_ex *cqx)
 	return to_vcq_ex(cqx)->cur.wc_flags;
 }
 
-/* RoCE has no LIDs or SLs to speak of: zeros, as poll_cq reports them. */
+/* RoCE has no LIDs to speak of: zeros, as poll_cq reports them. */
 static uint32_t vrdma_wc_read_slid(struct ibv_cq_ex *cqx)
 {
 	(void)cqx;
@@ -279,8 +279,7 @@ static uint32_t vrdma_wc_read_slid(struct ibv_cq_ex *cqx)
 
 static uint8_t vrdma_wc_read_sl(struct ibv_cq_ex *cqx)
 {
-	(void)cqx;
-	return 0;
+	return vrdma_cqe_sl(&to_vcq_ex(cqx)->cur);
 }
 
 static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *cqx)

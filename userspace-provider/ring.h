@@ -535,6 +535,25 @@ static inline int vrdma_rq_post(struct vrdma_uring *rq, uint32_t max_sge,
  * Completion queue.
  */
 
+/*
+ * The SL of a completion.  RoCE packets carry no SL; for UD receives RoCE
+ * NICs (mlx5) report in its low bits the L3 header the datagram came with,
+ * 1 for IPv6 and 2 for IPv4, and UCX's ud_verbs relies on it to find the
+ * destination address in the GRH: without it, UCX drops every datagram
+ * from an IPv4 GID as misaddressed.  0 for everything else.
+ */
+static inline uint8_t vrdma_cqe_sl(const struct vrdma_cqe *cqe)
+{
+	switch (cqe->network_hdr_type) {
+	case VRDMA_NETWORK_HDR_IPV4:
+		return 2;
+	case VRDMA_NETWORK_HDR_IPV6:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static inline void vrdma_cqe_to_wc(const struct vrdma_cqe *cqe,
 				   struct ibv_wc *wc)
 {
@@ -548,10 +567,10 @@ static inline void vrdma_cqe_to_wc(const struct vrdma_cqe *cqe,
 	wc->qp_num = cqe->qp_num;
 	wc->src_qp = cqe->src_qp;
 	wc->wc_flags = cqe->wc_flags;
-	/* RoCE has no LIDs, SLs or P_Key table to speak of */
+	/* RoCE has no LIDs or P_Key table to speak of */
 	wc->pkey_index = 0;
 	wc->slid = 0;
-	wc->sl = 0;
+	wc->sl = vrdma_cqe_sl(cqe);
 	wc->dlid_path_bits = 0;
 }
 

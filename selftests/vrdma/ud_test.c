@@ -7,8 +7,9 @@
  * the 40 bytes of GRH in front of the received data are checked field by
  * field (for IPv4: 20 zero bytes and the IPv4 header; for IPv6: the IPv6
  * header), and so is every CQE field (src_qp, IBV_WC_GRH, byte_len with the
- * 40 bytes); an answer through ibv_create_ah_from_wc() proves libibverbs
- * reads the GRH as it should.  Then what must not arrive: a wrong Q_Key, a
+ * 40 bytes, sl with the L3 header type as mlx5 reports it); an answer
+ * through ibv_create_ah_from_wc() proves libibverbs reads the GRH as it
+ * should.  Then what must not arrive: a wrong Q_Key, a
  * message longer than the MTU (an error completion, and the SQ error state
  * SQE that a modify to RTS leaves), an AH of another PD or another process,
  * a message without a posted receive; and many destinations through
@@ -479,6 +480,15 @@ static void ud_xfer(struct __test_metadata *_metadata, FIXTURE_DATA(ud) *self,
 	}
 	EXPECT_EQ(src->qp->qp_num, wc->src_qp) {
 		TH_LOG("%s: src_qp", what);
+	}
+	/*
+	 * The SL reports the L3 header as RoCE NICs (mlx5) do, 1 IPv6 and 2
+	 * IPv4 (UCX's ud_verbs needs it); rxe reports 0.
+	 */
+	if (!(rc_cfg.is_rxe && wc->sl == 0)) {
+		EXPECT_EQ(self->ipv6 ? 1 : 2, wc->sl) {
+			TH_LOG("%s: sl", what);
+		}
 	}
 
 	/* Gather what arrived, check the GRH, then every byte. */

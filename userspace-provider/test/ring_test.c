@@ -864,8 +864,15 @@ static void test_cqe_to_wc(void)
 	CHECK_EQ(0x77, wc.vendor_err);
 	CHECK_EQ(0, wc.pkey_index);
 	CHECK_EQ(0, wc.slid);
-	CHECK_EQ(0, wc.sl);
+	/* the L3 header type as mlx5 reports it: 2 IPv4, 1 IPv6, else 0 */
+	CHECK_EQ(2, wc.sl);
 	CHECK_EQ(0, wc.dlid_path_bits);
+	cqe.network_hdr_type = VRDMA_NETWORK_HDR_IPV6;
+	vrdma_cqe_to_wc(&cqe, &wc);
+	CHECK_EQ(1, wc.sl);
+	cqe.network_hdr_type = VRDMA_NETWORK_HDR_NONE;
+	vrdma_cqe_to_wc(&cqe, &wc);
+	CHECK_EQ(0, wc.sl);
 
 	/* the invalidated rkey, host order */
 	cqe.status = IBV_WC_SUCCESS;

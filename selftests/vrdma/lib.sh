@@ -156,3 +156,20 @@ devinfo_field()
 {
 	ibv_devinfo -v -d "$1" | sed -n "s/^[[:space:]]*$2:[[:space:]]*//p" | head -n 1
 }
+
+# roce_v2_ipv4_gid DEV: the index of DEV's RoCE v2 GID with an IPv4 address.
+roce_v2_ipv4_gid()
+{
+	local d=/sys/class/infiniband/$1/ports/1 f i
+
+	# One grep over the table: a shell loop over 1024 entries is slow
+	# under TCG.
+	while read -r f; do
+		i=${f##*/}
+		if [ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
+			echo "$i"
+			return 0
+		fi
+	done < <(grep -l '^0000:0000:0000:0000:0000:ffff:' "$d"/gids/* 2>/dev/null)
+	return 1
+}

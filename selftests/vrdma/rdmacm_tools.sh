@@ -122,10 +122,14 @@ cm_listening()
 # the background (it gets "-p $port"), wait until it listens, run the
 # client (also "-p $port"); both must exit 0 within their timeouts, the
 # client's output must match PATTERN and neither may report bad data.
+# With FIXED_PORT=N in the environment, the tools get no -p (udaddy's -p
+# is a port space) and the server listens on N.
 run_cm()
 {
 	local desc=$1 pat=$2 srv=() spid rc src slog clog t0 grace
+	local lport=${FIXED_PORT:-$port} popt=(-p "$port")
 	shift 2
+	[ -z "${FIXED_PORT:-}" ] || popt=()
 	while [ "$1" != "--" ]; do
 		srv+=("$1")
 		shift
@@ -134,11 +138,11 @@ run_cm()
 	slog=$(mktemp)
 	clog=$(mktemp)
 	t0=$SECONDS
-	timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" -p "$port" >"$slog" 2>&1 &
+	timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" "${popt[@]}" >"$slog" 2>&1 &
 	spid=$!
 	servers+=("$spid")
-	if ! wait_until 30 cm_listening "$port"; then
-		echo "# server not listening on $port: ${srv[*]}"
+	if ! wait_until 30 cm_listening "$lport"; then
+		echo "# server not listening on $lport: ${srv[*]}"
 		sed 's/^/#   /' "$slog"
 		kill "$spid" 2>/dev/null
 		wait "$spid" 2>/dev/null
@@ -147,7 +151,7 @@ run_cm()
 		port=$((port + 1))
 		return
 	fi
-	timeout -k 5 "$CLIENT_TIMEOUT" "$@" -p "$port" >"$clog" 2>&1
+	timeout -k 5 "$CLIENT_TIMEOUT" "$@" "${popt[@]}" >"$clog" 2>&1
 	rc=$?
 	grace=5
 	[ "$rc" -ne 0 ] || grace=30
@@ -175,51 +179,54 @@ rping_cli() { echo rping -c -v -V -C "$2" -a "$1"; }
 # The client's last -v line: every iteration ran.
 PING_LAST="rdma-ping-$((PING_COUNT - 1)):"
 CM_OK='return status 0'
-STREAM_OK='^[[:space:]]*[0-9.]+[kmg]?[[:space:]]+[0-9]+'
+# rstream/riostream: "custom SIZE COUNT ..." once all transfers are done.
+stream_ok() { echo "^custom[[:space:]]+$1[[:space:]]+$2[[:space:]]"; }
 
 cm_suite()
 {
-	local where=$1 srv_ip=$2 cli_ip=$3 fam=${4:-}
+	local where=$1 srv_ip=$2 cli_ip=$3 fam=()
 
+	[ -z "${4:-}" ] || fam=(-f "$4")
 	# shellcheck disable=SC2046
 	run_cm "rping -V -C $PING_COUNT $where" "$PING_LAST" \
 		$(rping_srv "$srv_ip" "$PING_COUNT") -- \
 		$(rping_cli "$srv_ip" "$PING_COUNT") -I "$cli_ip"
 	run_cm "ucmatose $where" "$CM_OK" \
-		ucmatose -b "$srv_ip" -C 20 -S 1000 $fam -- \
-		ucmatose -s "$srv_ip" -b "$cli_ip" -C 20 -S 1000 $fam
-	run_cm "ucmatose 4 connections $where" "$CM_OK" \
-		ucmatose -b "$srv_ip" -c 4 -C 10 $fam -- \
-		ucmatose -s "$srv_ip" -b "$cli_ip" -c 4 -C 10 $fam
-	run_cm "udaddy $where" "$CM_OK" \
-		udaddy -b "$srv_ip" -C 20 $fam -- \
-		udaddy -s "$srv_ip" -b "$cli_ip" -C 20 $fam
+		ucmatose -b "$srv_ip" -C 20 -S 1000 "${fam[@]}" -- \
+		ucmatose -s "$srv_ip" -b "$cli_ip" -C 20 -S 1000 "${fam[@]}"
+	FIXED_PORT=7174 run_cm "udaddy $where" "$CM_OK" \
+		udaddy -b "$srv_ip" -C 20 "${fam[@]}" -- \
+		udaddy -s "$srv_ip" -b "$cli_ip" -C 20 "${fam[@]}"
 }
 
 # One device: server and client on $D0, through its own address.
 cm_suite "loopback on $D0" "$IP0" "$IP0"
 # Two devices: $D0's client connects to $D1's server across the veth.
 cm_suite "$D1 <- $D0" "$IP1" "$IP0"
+run_cm "ucmatose 4 connections $D1 <- $D0" "$CM_OK" \
+	ucmatose -b "$IP1" -c 4 -C 10 -- ucmatose -s "$IP1" -b "$IP0" -c 4 -C 10
 # IPv6, on one device.
-cm_suite "IPv6 loopback on $D0" "$IP6" "$IP6" "-f ipv6"
+cm_suite "IPv6 loopback on $D0" "$IP6" "$IP6" ipv6
 
 run_cm "rdma_server/rdma_client $D1 <- $D0" 'rdma_client: end 0' \
 	rdma_server -s "$IP1" -- rdma_client -s "$IP1"
 run_cm "rdma_server/rdma_client loopback on $D0" 'rdma_client: end 0' \
 	rdma_server -s "$IP0" -- rdma_client -s "$IP0"
 
-# rsockets: a stream of transfers, verified.
+# rsockets: streams of transfers, the data verified (-T v), with the
+# default (asynchronous), blocking and nonblocking calls.
 for t in rstream riostream; do
-	for opt in v bv nv; do
-		run_cm "$t -T $opt $D1 <- $D0" "$STREAM_OK" \
-			"$t" -b "$IP1" -S 65536 -C 50 -T "$opt" -- \
-			"$t" -s "$IP1" -S 65536 -C 50 -T "$opt"
-	done
-	run_cm "$t -T v loopback on $D0" "$STREAM_OK" \
-		"$t" -b "$IP0" -S 4096 -C 100 -T v -- \
-		"$t" -s "$IP0" -S 4096 -C 100 -T v
+	run_cm "$t -T v $D1 <- $D0" "$(stream_ok 64k 50)" \
+		"$t" -b "$IP1" -S 65536 -C 50 -T v -- \
+		"$t" -s "$IP1" -S 65536 -C 50 -T v
+	run_cm "$t -T b -T v loopback on $D0" "$(stream_ok 4k 100)" \
+		"$t" -b "$IP0" -S 4096 -C 100 -T b -T v -- \
+		"$t" -s "$IP0" -S 4096 -C 100 -T b -T v
 done
-run_cm "rstream -T v IPv6 loopback on $D0" "$STREAM_OK" \
+run_cm "rstream -T n -T v $D1 <- $D0" "$(stream_ok 1m 10)" \
+	rstream -b "$IP1" -S 1048576 -C 10 -T n -T v -- \
+	rstream -s "$IP1" -S 1048576 -C 10 -T n -T v
+run_cm "rstream -T v IPv6 loopback on $D0" "$(stream_ok 4k 100)" \
 	rstream -b "$IP6" -S 4096 -C 100 -T v -f ipv6 -- \
 	rstream -s "$IP6" -S 4096 -C 100 -T v -f ipv6
 
@@ -274,8 +281,8 @@ run_cm "rping -V -C 10 $D1 <- $D0 after the kills" "rdma-ping-9:" \
 	$(rping_srv "$IP1" 10) -- $(rping_cli "$IP1" 10) -I "$IP0"
 
 printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" | rdma -b - >/dev/null 2>&1
-check_eq "$D0 and $D1 deleted" "" \
-	"$(ls /sys/class/infiniband 2>/dev/null | grep -E "^($D0|$D1)\$")"
+C=/sys/class/infiniband
+check "$D0 and $D1 deleted" wait_until 10 sh -c "[ ! -e $C/$D0 ] && [ ! -e $C/$D1 ]"
 log=$(dmesg | grep -Ei 'ib_mad|ib_cm|mad agent|WARNING|BUG' )
 check_eq "no MAD/CM errors or warnings in the kernel log" "" "$log"
 finish

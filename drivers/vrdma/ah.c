@@ -71,14 +71,17 @@ int vrdma_av_set(struct vrdma_av *av, const struct rdma_ah_attr *attr)
 }
 
 /**
- * vrdma_create_ah() - create an address handle for a process (create_user_ah)
+ * vrdma_create_ah() - create an address handle (create_ah, create_user_ah)
  * @ibah: ib_core's AH, embedded in ours; ibah->pd is its PD
- * @init: the address vector (ib_core has resolved the destination MAC)
- * @udata: the response carries struct vrdma_create_ah_resp
+ * @init: the address vector (ib_core has resolved the destination MAC);
+ *	without RDMA_CREATE_AH_SLEEPABLE in init->flags, atomic context
+ *	(ib_cm creates AHs under a spinlock)
+ * @udata: the response carries struct vrdma_create_ah_resp; NULL for a
+ *	kernel consumer, whose UD work requests name the ib_ah itself
+ *	(kverbs.c puts its handle into the WQE)
  *
- * Return: 0, -EOPNOTSUPP for kernel AHs (no kernel verbs yet), -EINVAL for
- * an address vector vrdma cannot send to or a response too short for the
- * handle, -ENOMEM past max_ah.
+ * Return: 0, -EINVAL for an address vector vrdma cannot send to or a
+ * response too short for the handle, -ENOMEM past max_ah.
  */
 int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		    struct ib_udata *udata)
@@ -86,13 +89,13 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	struct vrdma_dev *vdev = to_vdev(ibah->device);
 	struct vrdma_ah *ah = to_vah(ibah);
 	struct vrdma_create_ah_resp resp = {};
+	gfp_t gfp = (init->flags & RDMA_CREATE_AH_SLEEPABLE) ? GFP_KERNEL :
+								GFP_ATOMIC;
 	u32 handle, fl;
 	int ret;
 
-	if (!udata)
-		return -EOPNOTSUPP;
 	/* Without the handle the process could not use the AH. */
-	if (udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
 	if (atomic_inc_return(&vdev->num_ah) > vdev->attr.max_ah) {
 		ret = -ENOMEM;
@@ -102,7 +105,7 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	ah->pd = to_vpd(ibah->pd);
 	refcount_set(&ah->refs, 1);
 	init_completion(&ah->done);
-	ret = dst_cache_init(&ah->av.dst_cache, GFP_KERNEL);
+	ret = dst_cache_init(&ah->av.dst_cache, gfp);
 	if (ret)
 		goto err_count;
 	ret = vrdma_av_set(&ah->av, init->ah_attr);
@@ -115,7 +118,7 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	 */
 	ret = xa_alloc_cyclic(&vdev->ah_xa, &handle, NULL,
 			      XA_LIMIT(1, VRDMA_AH_HANDLE_MAX), &vdev->ah_next,
-			      GFP_KERNEL);
+			      gfp);
 	if (ret < 0)
 		goto err_av;
 	ah->handle = handle;
@@ -126,12 +129,14 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	fl = ah->av.flow_label ? : handle & IB_GRH_FLOWLABEL_MASK;
 	ah->av.sport = cpu_to_be16(rdma_flow_label_to_udp_sport(fl));
 
-	resp.ah = handle;
-	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (ret)
-		goto err_xa;
-	/* Visible to senders only when complete. */
-	xa_store(&vdev->ah_xa, handle, ah, GFP_KERNEL);
+	if (udata) {
+		resp.ah = handle;
+		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (ret)
+			goto err_xa;
+	}
+	/* Visible to senders only when complete; the slot is allocated. */
+	xa_store(&vdev->ah_xa, handle, ah, gfp);
 	return 0;
 
 err_xa:
@@ -149,10 +154,14 @@ err_count:
  * vrdma_destroy_ah() - destroy an AH, with sends using it in flight or not
  * @ibah: the AH
  * @flags: RDMA_DESTROY_AH_SLEEPABLE; user AHs are always destroyed in
- *	process context
+ *	process context, kernel ones may be in atomic context (ib_cm)
  *
  * Once the handle is out of the table no sender can find the AH; we wait
  * for those that did (each sends one packet) before ib_core frees it.
+ * Without RDMA_DESTROY_AH_SLEEPABLE the wait spins: a kernel consumer
+ * destroys an AH only after the sends that use it have completed, and a
+ * send drops its reference before it completes, so there is at most a
+ * sender racing with a destroy it did not wait for, for one packet.
  *
  * Return: 0
  */
@@ -163,7 +172,11 @@ int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
 
 	xa_erase(&vdev->ah_xa, ah->handle);
 	vrdma_ah_put(ah);
-	wait_for_completion(&ah->done);
+	if (flags & RDMA_DESTROY_AH_SLEEPABLE)
+		wait_for_completion(&ah->done);
+	else
+		while (!try_wait_for_completion(&ah->done))
+			cpu_relax();
 
 	rdma_put_gid_attr(ah->av.sgid_attr);
 	dst_cache_destroy(&ah->av.dst_cache);

@@ -404,11 +404,16 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
  * @ibqp: ib_core's QP, embedded in ours
  * @init: type, CQs, SRQ and capabilities; capabilities are updated to what
  *	was granted
- * @udata: the response carries struct vrdma_create_qp_resp
+ * @udata: the response carries struct vrdma_create_qp_resp; NULL for a
+ *	kernel consumer's QP, whose rings are in kernel memory (kverbs.c)
  *
- * Return: 0, -EOPNOTSUPP for QP types and flags not implemented (RC, UC
- * and UD QPs of user processes are; QP1 needs kernel verbs), -EINVAL for
- * capabilities beyond the device's, -ENOMEM past max_qp.
+ * RC, UC and UD QPs are created for processes and kernel consumers; the
+ * GSI QP (QP1, IB_QPT_GSI, which ib_mad creates for the port) only for
+ * the kernel, always with number 1.
+ *
+ * Return: 0, -EOPNOTSUPP for QP types and flags not implemented, -EINVAL
+ * for capabilities beyond the device's, -EBUSY for a second GSI QP,
+ * -ENOMEM past max_qp.
  */
 int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
@@ -421,14 +426,18 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	int ret;
 
 	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
-	     init->qp_type != IB_QPT_UD) || init->create_flags || !udata)
+	     init->qp_type != IB_QPT_UD &&
+	     (init->qp_type != IB_QPT_GSI || udata)) || init->create_flags)
 		return -EOPNOTSUPP;
+	if (init->qp_type == IB_QPT_GSI && init->port_num != VRDMA_PORT)
+		return -EINVAL;
 	ret = vrdma_qp_check_cap(vdev, &init->cap, !!init->srq);
 	if (ret)
 		return ret;
-	if (udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
-	uc = rdma_udata_to_drv_context(udata, struct vrdma_ucontext, ibuc);
+	uc = udata ? rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
+					       ibuc) : NULL;
 
 	if (atomic_inc_return(&vdev->num_qp) > vdev->attr.max_qp) {
 		ret = -ENOMEM;
@@ -442,6 +451,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->srq = init->srq ? to_vsrq(init->srq) : NULL;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->state = IB_QPS_RESET;
+	spin_lock_init(&qp->sq_lock);
+	spin_lock_init(&qp->rq_lock);
 	mutex_init(&qp->mutex);
 	skb_queue_head_init(&qp->rx);
 	INIT_WORK(&qp->task, vrdma_qp_task);
@@ -457,17 +468,25 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (ret)
 		goto err_queues;
 
-	ret = xa_alloc_cyclic(&vdev->qp_xa, &qpn, NULL,
-			      XA_LIMIT(VRDMA_MIN_QPN, VRDMA_MAX_QPN),
-			      &vdev->qp_next, GFP_KERNEL);
+	if (init->qp_type == IB_QPT_GSI) {
+		/* Reserved (a NULL entry) until complete, as below. */
+		qpn = VRDMA_GSI_QPN;
+		ret = xa_insert(&vdev->qp_xa, qpn, NULL, GFP_KERNEL);
+	} else {
+		ret = xa_alloc_cyclic(&vdev->qp_xa, &qpn, NULL,
+				      XA_LIMIT(VRDMA_MIN_QPN, VRDMA_MAX_QPN),
+				      &vdev->qp_next, GFP_KERNEL);
+	}
 	if (ret < 0)
 		goto err_queues;
 	ibqp->qp_num = qpn;
 	resp.qpn = qpn;
 
-	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (ret)
-		goto err_xa;
+	if (udata) {
+		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (ret)
+			goto err_xa;
+	}
 	vrdma_qp_reset(qp);
 	/* Visible to the receive path only when complete. */
 	xa_store(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
@@ -744,7 +763,8 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 /**
  * vrdma_post_send() - the doorbell of a user QP's send queue
  * @ibqp: the QP
- * @wr: NULL: the WQEs are in the SQ ring already
+ * @wr: NULL: the WQEs are in the SQ ring already; for a kernel QP, the
+ *	work requests to post (vrdma_kpost_send())
  * @bad_wr: set to @wr on error
  *
  * The provider refuses to post before RTS; WQEs already in the ring wait
@@ -756,14 +776,16 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
  * UD or UC WQE is complete by then.  Otherwise the task is queued (again),
  * so that it looks at the SQ once more before it ends.
  *
- * Return: 0, or -EINVAL for work requests passed the kernel way (kernel QPs
- * are not supported yet).
+ * Return: 0, or -EINVAL for work requests passed the kernel way to a user
+ * QP.
  */
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
 
+	if (vrdma_queue_is_kernel(&qp->sq))
+		return vrdma_kpost_send(qp, wr, bad_wr);
 	if (wr) {
 		*bad_wr = wr;
 		return -EINVAL;
@@ -781,18 +803,22 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 /**
  * vrdma_post_recv() - the receive doorbell, rung only in the error state
  * @ibqp: the QP
- * @wr: NULL: the WQEs are in the RQ ring already
+ * @wr: NULL: the WQEs are in the RQ ring already; for a kernel QP, the
+ *	work requests to post (vrdma_kpost_recv())
  * @bad_wr: set to @wr on error
  *
  * Receive WQEs need no doorbell: the responder takes them when a message
  * arrives.  In the error state nothing arrives, so the provider rings this
  * to have them flushed.
  *
- * Return: 0, or -EINVAL for work requests passed the kernel way.
+ * Return: 0, or -EINVAL for work requests passed the kernel way to a user
+ * QP.
  */
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
+	if (vrdma_queue_is_kernel(&to_vqp(ibqp)->sq))
+		return vrdma_kpost_recv(to_vqp(ibqp), wr, bad_wr);
 	if (wr) {
 		*bad_wr = wr;
 		return -EINVAL;

@@ -149,8 +149,8 @@ static bool vrdma_wqe_local(const struct vrdma_send_wqe *wqe)
 }
 
 /*
- * UD QPs only send; UC QPs send, write and use memory windows; RC QPs do
- * everything (UC has no SEND with invalidate opcodes, no READ, no atomics).
+ * UD QPs (and QP1) only send; UC QPs send, write and use memory windows;
+ * RC QPs do everything (UC has no SEND with invalidate opcodes, no READ, no atomics).
  */
 static bool vrdma_op_on_qp_type(enum ib_qp_type type, u8 opcode)
 {
@@ -162,7 +162,7 @@ static bool vrdma_op_on_qp_type(enum ib_qp_type type, u8 opcode)
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 	case IB_UVERBS_WR_BIND_MW:
 	case IB_UVERBS_WR_LOCAL_INV:
-		return type != IB_QPT_UD;
+		return type == IB_QPT_RC || type == IB_QPT_UC;
 	default:
 		return type == IB_QPT_RC;
 	}
@@ -589,7 +589,7 @@ void vrdma_requester(struct vrdma_qp *qp)
 			vrdma_qp_schedule(qp);
 			break;
 		}
-		if (qp->ibqp.qp_type == IB_QPT_UD ?
+		if (vrdma_qp_is_ud(qp) ?
 		    vrdma_ud_send_packet(qp, swqe) :
 		    vrdma_send_packet(qp, swqe)) {
 			/* Out of memory: try again on the next run. */

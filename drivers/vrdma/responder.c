@@ -805,6 +805,7 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_uc_responder(qp, skb);
 		return;
 	case IB_QPT_UD:
+	case IB_QPT_GSI:
 		vrdma_ud_responder(qp, skb);
 		return;
 	default:

@@ -37,13 +37,15 @@ static void vrdma_srq_event(struct vrdma_srq *srq, enum ib_event_type type)
 }
 
 /**
- * vrdma_create_srq() - create an SRQ with a ring the process maps
+ * vrdma_create_srq() - create an SRQ with a ring the process maps, or in
+ *	kernel memory for a kernel consumer (posted by vrdma_post_srq_recv())
  * @ibsrq: ib_core's SRQ, embedded in ours
  * @init: type and size; attr.max_wr and attr.max_sge are updated to what
  *	was granted; attr.srq_limit is ignored (the SRQ starts disarmed)
- * @udata: the response carries struct vrdma_create_srq_resp
+ * @udata: the response carries struct vrdma_create_srq_resp; NULL for a
+ *	kernel consumer
  *
- * Return: 0, -EOPNOTSUPP for XRC/tag-matching SRQs and kernel consumers,
+ * Return: 0, -EOPNOTSUPP for XRC/tag-matching SRQs,
  * -EINVAL for sizes beyond the device's, -ENOMEM past max_srq.
  */
 int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
@@ -57,14 +59,15 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	u32 n, stride;
 	int ret;
 
-	if (init->srq_type != IB_SRQT_BASIC || !udata)
+	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
 	if (attr->max_wr > vdev->attr.max_srq_wr ||
 	    attr->max_sge > vdev->attr.max_srq_sge)
 		return -EINVAL;
-	if (udata->outlen < sizeof(resp))
+	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;
-	uc = rdma_udata_to_drv_context(udata, struct vrdma_ucontext, ibuc);
+	uc = udata ? rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
+					       ibuc) : NULL;
 
 	if (atomic_inc_return(&vdev->num_srq) > vdev->attr.max_srq) {
 		ret = -ENOMEM;
@@ -80,6 +83,7 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (ret)
 		goto err_count;
 	spin_lock_init(&srq->lock);
+	spin_lock_init(&srq->post_lock);
 	srq->max_sge = min_t(u32, VRDMA_MAX_SGE,
 			     (stride - VRDMA_RECV_WQE_HDR_SIZE) /
 			     sizeof(struct vrdma_sge));
@@ -89,9 +93,11 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	attr->max_sge = srq->max_sge;
 	attr->srq_limit = 0;
 
-	ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (ret)
-		goto err_queue;
+	if (udata) {
+		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (ret)
+			goto err_queue;
+	}
 	return 0;
 
 err_queue:

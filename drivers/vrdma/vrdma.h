@@ -25,7 +25,9 @@
  *   requester.c SQ WQEs become request packets
  *   responder.c request packets are checked, placed, and ACKed
  *   completer.c ACKs and read responses complete SQ WQEs
- *   ud.c        UD datagrams: one packet per message, Q_Key, GRH
+ *   ud.c        UD datagrams (and QP1, GSI): one packet per message, Q_Key,
+ *               GRH
+ *   kverbs.c    kernel consumers: post_send/post_recv/poll_cq on the rings
  *
  * How a SEND travels: the process writes a WQE into the SQ ring and rings
  * the doorbell (vrdma_post_send); the QP's task (qp.c) runs the requester,
@@ -93,6 +95,7 @@ static_assert(sizeof(union rdma_network_hdr) == VRDMA_GRH_SIZE);
 #define VRDMA_VENDOR_PART_ID	0x7672		/* "vr" */
 
 /* QPN 0 and 1 are the special QPs; numbers are 24 bits. */
+#define VRDMA_GSI_QPN		1
 #define VRDMA_MIN_QPN		2
 #define VRDMA_MAX_QPN		0xffffff
 
@@ -586,6 +589,8 @@ struct vrdma_resp {
  * @max_recv_sge: granted SGEs per receive WQE
  * @max_inline: granted inline bytes
  * @sq_sig_all: every send WQE is signaled
+ * @sq_lock: a kernel QP: serialises its consumer's producers of SQ WQEs
+ * @rq_lock: a kernel QP: serialises its consumer's producers of RQ WQEs
  * @mutex: serialises the QP's task with modify/destroy; everything below
  *	is protected by it
  * @state: enum ib_qp_state
@@ -619,6 +624,8 @@ struct vrdma_qp {
 	u32 max_recv_sge;
 	u32 max_inline;
 	bool sq_sig_all;
+	spinlock_t sq_lock;	/* see above */
+	spinlock_t rq_lock;	/* see above */
 
 	struct mutex mutex;	/* see above */
 	enum ib_qp_state state;
@@ -646,11 +653,13 @@ struct vrdma_qp {
  * @max_sge: granted SGEs per WQE
  * @limit: SRQ limit for IB_EVENT_SRQ_LIMIT_REACHED, 0 when disarmed
  * @error: the ring's indices were garbage; no WQE is taken any more
+ * @post_lock: a kernel SRQ: serialises its consumer's producers
  */
 struct vrdma_srq {
 	struct ib_srq ibsrq;
 	struct vrdma_queue queue;
 	spinlock_t lock;	/* see above */
+	spinlock_t post_lock;	/* see above */
 	u32 max_sge;
 	u32 limit;
 	bool error;
@@ -694,6 +703,12 @@ static inline struct vrdma_qp *to_vqp(struct ib_qp *ibqp)
 static inline struct vrdma_srq *to_vsrq(struct ib_srq *ibsrq)
 {
 	return container_of(ibsrq, struct vrdma_srq, ibsrq);
+}
+
+/* QP1 (GSI) sends and receives datagrams as a UD QP does. */
+static inline bool vrdma_qp_is_ud(const struct vrdma_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
 }
 
 /* RDMA READ and ATOMIC requests use responder resources at the peer. */
@@ -817,6 +832,12 @@ void vrdma_queue_destroy(struct vrdma_queue *q);
 int vrdma_queue_count(struct vrdma_queue *q, u32 *count);
 bool vrdma_queue_full(struct vrdma_queue *q);
 
+/* A ring in kernel memory: the queue of a kernel consumer. */
+static inline bool vrdma_queue_is_kernel(const struct vrdma_queue *q)
+{
+	return !q->mmap;
+}
+
 static inline void *vrdma_queue_slot(struct vrdma_queue *q, u32 idx)
 {
 	return q->buf + (size_t)(idx & q->mask) * q->entry_size;
@@ -875,6 +896,15 @@ struct vrdma_ah *vrdma_ah_get(struct vrdma_dev *vdev, u32 handle,
 			      struct vrdma_pd *pd);
 void vrdma_ah_put(struct vrdma_ah *ah);
 int vrdma_av_set(struct vrdma_av *av, const struct rdma_ah_attr *attr);
+
+/* kverbs.c */
+int vrdma_kpost_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,
+		     const struct ib_send_wr **bad_wr);
+int vrdma_kpost_recv(struct vrdma_qp *qp, const struct ib_recv_wr *wr,
+		     const struct ib_recv_wr **bad_wr);
+int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
+int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 
 /*
  * requester.c, responder.c, completer.c, ud.c: run by the QP task, under

@@ -50,61 +50,7 @@ rxe)
 	;;
 esac
 
-# veth_routed A B IPA IPB TABLE PREF: a veth pair A-B with IPA/24 on A and
-# IPB/24 on B whose traffic between IPA and IPB really crosses the veth.
-# Both addresses are local, so by default the kernel routes between them
-# through lo; rules for locally generated packets (iif lo) between exactly
-# these two addresses, looked up before the local table (moved from
-# preference 0 to 1000), send them out of the veth instead, and
-# accept_local lets the other end take packets from a local source address.
-# Uses routing tables TABLE and TABLE+1, rule preferences PREF and PREF+1.
-veth_routed()
-{
-	local a=$1 b=$2 ipa=$3 ipb=$4 t=$5 p=$6
-
-	# Batched: every process costs about half a second under TCG.
-	ip -batch - <<-EOF || return 1
-		link add $a type veth peer name $b
-		addr add $ipa/24 dev $a
-		addr add $ipb/24 dev $b
-		link set $a up
-		link set $b up
-	EOF
-	echo 1 >"/proc/sys/net/ipv4/conf/$a/accept_local" &&
-	echo 1 >"/proc/sys/net/ipv4/conf/$b/accept_local" &&
-	echo 0 >"/proc/sys/net/ipv4/conf/$a/rp_filter" &&
-	echo 0 >"/proc/sys/net/ipv4/conf/$b/rp_filter" || return 1
-	ip -batch - <<-EOF || return 1
-		route add $ipb dev $a src $ipa table $t
-		route add $ipa dev $b src $ipb table $((t + 1))
-		rule add pref $p iif lo from $ipa to $ipb lookup $t
-		rule add pref $((p + 1)) iif lo from $ipb to $ipa lookup $((t + 1))
-	EOF
-	ip rule show pref 1000 | grep -q . || ip rule add pref 1000 lookup local
-	ip rule del pref 0 lookup local 2>/dev/null
-	return 0
-}
-
-# veth_routed_del A TABLE PREF: undo veth_routed (the local table goes back
-# to preference 0 when no other rule of ours is left).
-veth_routed_del()
-{
-	ip -force -batch - >/dev/null 2>&1 <<-EOF
-		link del $1
-		rule del pref $3
-		rule del pref $(($3 + 1))
-		route flush table $2
-		route flush table $(($2 + 1))
-	EOF
-	if ! ip rule show | grep -qv 'lookup \(local\|main\|default\)'; then
-		ip -force -batch - >/dev/null 2>&1 <<-EOF
-			rule add pref 0 lookup local
-			rule del pref 1000 lookup local
-		EOF
-	fi
-	return 0
-}
-
+# veth_routed, veth_routed_del: lib.sh.
 listening() { ss -Hltn "sport = :$1" | grep -q .; }
 
 servers=()

@@ -178,7 +178,8 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	INIT_LIST_HEAD(&vdev->list);
 	vdev->ndev = ndev;
 	netdev_hold(ndev, &vdev->ndev_tracker, GFP_KERNEL);
-	xa_init_flags(&vdev->qp_xa, XA_FLAGS_ALLOC);
+	/* Looked up in any context (vrdma_qp_get()). */
+	xa_init_flags(&vdev->qp_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&vdev->ah_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
 	vdev->mr_key_byte = kvzalloc(VRDMA_MAX_MR + 1, GFP_KERNEL);

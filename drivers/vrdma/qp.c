@@ -25,18 +25,24 @@ static struct workqueue_struct *vrdma_wq;
  * @vdev: the device the packet arrived on
  * @qpn: destination QPN from the packet (untrusted)
  *
+ * Under the table lock, not just RCU: ib_core frees the QP with kfree()
+ * as soon as vrdma_destroy_qp() returns, with no grace period, so a
+ * lookup must never touch a QP that destroy has already taken out of the
+ * table.  While a QP is in the table, the table's reference keeps it.
+ *
  * Context: any.
  * Return: the QP with a reference (vrdma_qp_put()), or NULL.
  */
 struct vrdma_qp *vrdma_qp_get(struct vrdma_dev *vdev, u32 qpn)
 {
 	struct vrdma_qp *qp;
+	unsigned long flags;
 
-	rcu_read_lock();
+	xa_lock_irqsave(&vdev->qp_xa, flags);
 	qp = xa_load(&vdev->qp_xa, qpn);
 	if (qp && !refcount_inc_not_zero(&qp->refs))
 		qp = NULL;
-	rcu_read_unlock();
+	xa_unlock_irqrestore(&vdev->qp_xa, flags);
 	return qp;
 }
 
@@ -471,11 +477,11 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (init->qp_type == IB_QPT_GSI) {
 		/* Reserved (a NULL entry) until complete, as below. */
 		qpn = VRDMA_GSI_QPN;
-		ret = xa_insert(&vdev->qp_xa, qpn, NULL, GFP_KERNEL);
+		ret = xa_insert_irq(&vdev->qp_xa, qpn, NULL, GFP_KERNEL);
 	} else {
-		ret = xa_alloc_cyclic(&vdev->qp_xa, &qpn, NULL,
-				      XA_LIMIT(VRDMA_MIN_QPN, VRDMA_MAX_QPN),
-				      &vdev->qp_next, GFP_KERNEL);
+		ret = xa_alloc_cyclic_irq(&vdev->qp_xa, &qpn, NULL,
+					  XA_LIMIT(VRDMA_MIN_QPN, VRDMA_MAX_QPN),
+					  &vdev->qp_next, GFP_KERNEL);
 	}
 	if (ret < 0)
 		goto err_queues;
@@ -489,11 +495,11 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 	vrdma_qp_reset(qp);
 	/* Visible to the receive path only when complete. */
-	xa_store(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
+	xa_store_irq(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
 	return 0;
 
 err_xa:
-	xa_erase(&vdev->qp_xa, qpn);
+	xa_erase_irq(&vdev->qp_xa, qpn);
 err_queues:
 	vrdma_qp_free_queues(qp);
 	dst_cache_destroy(&qp->av.dst_cache);
@@ -739,7 +745,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	WRITE_ONCE(qp->destroyed, true);
 	mutex_unlock(&qp->mutex);
 
-	xa_erase(&vdev->qp_xa, ibqp->qp_num);
+	xa_erase_irq(&vdev->qp_xa, ibqp->qp_num);
 	vrdma_qp_put(qp);
 	wait_for_completion(&qp->done);
 

@@ -164,7 +164,7 @@ enum vrdma_counter {
  * @num_qp: QPs in existence, held to attr.max_qp
  * @num_srq: SRQs in existence, held to attr.max_srq
  * @num_ah: AHs in existence, held to attr.max_ah
- * @qp_xa: QPN -> struct vrdma_qp; lookups under RCU
+ * @qp_xa: QPN -> struct vrdma_qp; lookups under its (irq-safe) lock
  * @ah_xa: AH handle -> struct vrdma_ah; lookups under its xa_lock
  * @mr_xa: key index -> struct vrdma_mr; lookups under RCU
  * @mr_key_byte: last key byte used for each index, so a reused index gets

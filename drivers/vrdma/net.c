@@ -697,6 +697,28 @@ static int vrdma_deliver_local(struct vrdma_dev *vdev, struct vrdma_dev *ldev,
 }
 
 /**
+ * vrdma_pkt_local() - whether packets on @av stay inside this host
+ * @vdev: the sending device
+ * @av: the path
+ *
+ * True when the destination is an address of the namespace of @vdev's
+ * netdev: vrdma_pkt_send() then delivers to the device that has it, inside
+ * the driver.
+ *
+ * Context: any.
+ */
+bool vrdma_pkt_local(struct vrdma_dev *vdev, struct vrdma_av *av)
+{
+	bool local;
+
+	rcu_read_lock();
+	local = vrdma_addr_ndev(dev_net(vdev->ndev), av->ipv6, av->daddr4,
+				&av->daddr6);
+	rcu_read_unlock();
+	return local;
+}
+
+/**
  * vrdma_pkt_send() - send a packet
  * @vdev: the sending device
  * @av: the path: @av->ipv6 selects IPv4 (@av->saddr4, @av->daddr4) or IPv6

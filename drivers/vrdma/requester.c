@@ -353,8 +353,11 @@ static void vrdma_atmeth_init(struct sk_buff *skb, struct vrdma_send_wqe *wqe)
  * WQE's MR pages, not a copy (vrdma_sgl_add_frags()): the data is copied
  * once, by the receiver, straight into its MR.  Only for RC: its WQE
  * completes after the peer has taken the data, so the process cannot
- * change the buffer under a packet still on its way; and only for payloads
- * without pad.  Returns the packet, NULL when it must be built by copying,
+ * change the buffer under a packet still on its way; only for payloads
+ * without pad; and only to a QP of this host.  On a wire, copies of a
+ * packet outlive its WQE (a duplicate or a resend still queued somewhere):
+ * pointing at memory the process has reused since, they would arrive with
+ * a bad ICRC.  Returns the packet, NULL when it must be built by copying,
  * or an ERR_PTR when an MR of the WQE is no longer usable.
  */
 static struct sk_buff *vrdma_req_zero_copy(struct vrdma_qp *qp,
@@ -365,7 +368,8 @@ static struct sk_buff *vrdma_req_zero_copy(struct vrdma_qp *qp,
 	int err;
 
 	if (qp->ibqp.qp_type != IB_QPT_RC || paylen < VRDMA_ZERO_COPY_MIN ||
-	    (paylen & 3) || (wqe->flags & VRDMA_SEND_INLINE))
+	    (paylen & 3) || (wqe->flags & VRDMA_SEND_INLINE) ||
+	    !vrdma_pkt_local(qp->vdev, &qp->av))
 		return NULL;
 	skb = vrdma_pkt_alloc_hdr(qp->vdev, &qp->av, opcode, paylen, false);
 	if (!skb)

@@ -11,6 +11,7 @@
 #   make check-long      install deps, build, the long tests (two VMs: rxe interop)
 #   make check-debug     the same on the debug kernel (scripts/build-debug-kernel)
 #   make demo            a vrdma device in the VM, shown with the standard tools
+#   make bench           vrdma against rdma_rxe with perftest in one VM boot
 
 # The newest installed Debian kernel, unless told otherwise (KVER=, KDIR=).
 KVER ?= $(shell ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|.*/vmlinuz-||' | \
@@ -24,7 +25,7 @@ PROVIDER := userspace-provider
 SELFTESTS := selftests/vrdma
 
 .PHONY: all modules provider selftests install uninstall lint check \
-	check-long check-debug demo clean
+	check-long check-debug demo bench clean
 
 all: modules provider
 
@@ -63,6 +64,9 @@ check-debug:
 
 demo:
 	scripts/demo
+
+bench:
+	scripts/bench
 
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean

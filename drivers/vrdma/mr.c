@@ -705,3 +705,63 @@ int vrdma_sgl_copy_from_skb(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 			      IB_ACCESS_LOCAL_WRITE, vrdma_sgl_copy_skb_one,
 			      &c);
 }
+
+/* Page fragments one packet may take: one slot stays for the trailer. */
+#define VRDMA_MAX_PAYLOAD_FRAGS	(MAX_SKB_FRAGS - 1)
+
+static int vrdma_sgl_frag_one(struct vrdma_mr *mr, u64 iova, u32 len,
+			      u32 done, void *ctx)
+{
+	struct sk_buff *skb = ctx;
+
+	/* A DMA MR's addresses may be vmalloc memory: copied instead. */
+	if (mr->dma)
+		return -EOPNOTSUPP;
+	while (len) {
+		struct skb_shared_info *sh = skb_shinfo(skb);
+		unsigned int poff, chunk;
+		struct page *page = vrdma_mr_page(mr, iova, &poff);
+
+		chunk = min_t(u32, len, PAGE_SIZE - poff);
+		if (sh->nr_frags >= VRDMA_MAX_PAYLOAD_FRAGS)
+			return -E2BIG;
+		get_page(page);
+		skb_fill_page_desc(skb, sh->nr_frags, page, poff, chunk);
+		skb->len += chunk;
+		skb->data_len += chunk;
+		skb->truesize += chunk;
+		iova += chunk;
+		len -= chunk;
+	}
+	return 0;
+}
+
+/**
+ * vrdma_sgl_add_frags() - append bytes of an SGL to a packet as page
+ *	fragments that point at the MR's pinned pages, instead of copying
+ * @vdev: the device
+ * @pd: the QP's PD
+ * @sge: the list, copied out of shared memory
+ * @num_sge: entries
+ * @offset: byte of the list to start at
+ * @skb: the packet; the fragments are appended after its linear part
+ * @length: bytes
+ *
+ * Each fragment holds a reference on its page, so the data stays valid
+ * memory while the packet lives, even if the MR is deregistered meanwhile;
+ * its contents are the process's until the packet is consumed, which is
+ * why only requests whose WQE completes after the peer has placed them
+ * (RC) are built this way.
+ *
+ * Return: 0; -E2BIG if the bytes span more pages than a packet takes or
+ * -EOPNOTSUPP for a DMA MR (build the packet by copying then); else as
+ * vrdma_sgl_copy().  On error the packet may hold some of the fragments:
+ * free it.
+ */
+int vrdma_sgl_add_frags(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+			const struct vrdma_sge *sge, u32 num_sge, u32 offset,
+			struct sk_buff *skb, u32 length)
+{
+	return vrdma_sgl_walk(vdev, pd, sge, num_sge, offset, length, 0,
+			      vrdma_sgl_frag_one, skb);
+}

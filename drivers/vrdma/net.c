@@ -159,8 +159,9 @@ static bool vrdma_ndev_active(struct net_device *ndev)
  * @vdev: the device the packet is for; the caller holds a reference
  * @skb: the packet; skb->data at its UDP header, the network and transport
  *	headers set, the IP header linear
- * @check_icrc: false for a packet vrdma_pkt_send() delivered inside the
- *	driver: it never left memory, and its ICRC was not computed
+ * @local: a packet vrdma_pkt_send() delivered inside the driver: it never
+ *	left memory, its ICRC was not computed, and its QP may be run at
+ *	once (vrdma_qp_rcv_local())
  *
  * Nothing in the packet is trusted until checked: the UDP length, that
  * the BTH is there, that the opcode is one we know, that the packet is long
@@ -173,10 +174,11 @@ static bool vrdma_ndev_active(struct net_device *ndev)
  * skb_network_header() still points at the IP header, which UD reads the
  * sender's address from.
  *
- * Context: softirq (or BHs disabled).  Consumes @skb.
+ * Context: softirq from the wire; the sender's context when @local.
+ * Consumes @skb.
  */
 static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
-		      bool check_icrc)
+		      bool local)
 {
 	unsigned int ulen, len, hdr_len, pad, paylen, ip_len, bytes;
 	const struct vrdma_opcode_info *info;
@@ -238,7 +240,7 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 
 	/* From the IP header to the end of the ICRC. */
 	bytes = ip_len + sizeof(struct udphdr) + len;
-	if (check_icrc) {
+	if (!local) {
 		if (skb_copy_bits(skb, len - VRDMA_ICRC_SIZE, &wire_icrc,
 				  VRDMA_ICRC_SIZE))
 			goto malformed;
@@ -278,7 +280,10 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 	}
 	vrdma_count(vdev, VRDMA_CNT_RCVD_PKTS);
 	vrdma_count_add(vdev, VRDMA_CNT_RCVD_BYTES, bytes);
-	vrdma_qp_rcv(qp, skb);
+	if (local)
+		vrdma_qp_rcv_local(qp, skb);
+	else
+		vrdma_qp_rcv(qp, skb);
 	vrdma_qp_put(qp);
 	return;
 
@@ -314,7 +319,7 @@ static int vrdma_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 		return 0;
 	}
 
-	vrdma_rcv(vdev, skb, true);
+	vrdma_rcv(vdev, skb, false);
 	ib_device_put(&vdev->ibdev);
 	return 0;	/* consumed */
 }
@@ -347,6 +352,29 @@ static int vrdma_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 struct sk_buff *vrdma_pkt_alloc(struct vrdma_dev *vdev, struct vrdma_av *av,
 				u8 opcode, u32 paylen)
 {
+	return vrdma_pkt_alloc_hdr(vdev, av, opcode, paylen, true);
+}
+
+/**
+ * vrdma_pkt_alloc_hdr() - allocate a packet, with or without room for its
+ *	payload
+ * @vdev: the sending device
+ * @av: the path; only its IP version is used here
+ * @opcode: the BTH opcode; must be one vrdma_opcode[] knows
+ * @paylen: payload bytes, at most 4096
+ * @linear: room for the payload and pad in the linear part, as
+ *	vrdma_pkt_alloc(); else only the headers are there, skb->len covers
+ *	BTH and extension headers, and the caller appends @paylen bytes as
+ *	page fragments (vrdma_sgl_add_frags()); @paylen must then be a
+ *	multiple of 4 (no pad)
+ *
+ * Context: any.
+ * Return: the skb, or NULL.
+ */
+struct sk_buff *vrdma_pkt_alloc_hdr(struct vrdma_dev *vdev,
+				    struct vrdma_av *av, u8 opcode, u32 paylen,
+				    bool linear)
+{
 	const struct vrdma_opcode_info *info = &vrdma_opcode[opcode];
 	unsigned int pad = -paylen & 3;
 	unsigned int headroom, len;
@@ -354,14 +382,15 @@ struct sk_buff *vrdma_pkt_alloc(struct vrdma_dev *vdev, struct vrdma_av *av,
 	struct sk_buff *skb;
 	u8 *hdr;
 
-	if (WARN_ON_ONCE(!info->mask || paylen > VRDMA_MAX_PAYLOAD))
+	if (WARN_ON_ONCE(!info->mask || paylen > VRDMA_MAX_PAYLOAD ||
+			 (!linear && pad)))
 		return NULL;
 
 	/* A VLAN on top of our netdev may carry the packet: room for its tag. */
 	headroom = LL_RESERVED_SPACE(vdev->ndev) + VLAN_HLEN +
 		   (av->ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr)) +
 		   sizeof(struct udphdr);
-	len = info->hdr_len + paylen + pad;
+	len = info->hdr_len + (linear ? paylen + pad : 0);
 
 	skb = alloc_skb(headroom + len + VRDMA_ICRC_SIZE,
 			GFP_ATOMIC | __GFP_NOWARN);
@@ -373,7 +402,8 @@ struct sk_buff *vrdma_pkt_alloc(struct vrdma_dev *vdev, struct vrdma_av *av,
 	hdr = skb_put(skb, len);
 	memset(hdr, 0, info->hdr_len);
 	/* Pad bytes are covered by the ICRC: never leak memory through them. */
-	memset(hdr + info->hdr_len + paylen, 0, pad);
+	if (linear)
+		memset(hdr + info->hdr_len + paylen, 0, pad);
 	skb->protocol = av->ipv6 ? htons(ETH_P_IPV6) : htons(ETH_P_IP);
 
 	pkt = vrdma_pkt(skb);
@@ -473,12 +503,46 @@ static void vrdma_push_ip6(struct sk_buff *skb, const struct vrdma_av *av)
 	ip6h->daddr = av->daddr6;
 }
 
-/* Compute the ICRC of the packet at skb->data (its IP header) and append it. */
-static void vrdma_put_icrc(struct sk_buff *skb)
+/*
+ * Room for the ICRC at the end of the packet: in the linear part, or, for
+ * a packet whose payload is in page fragments, in a fragment of its own
+ * from the per-CPU page fragment cache.  NULL if there is no memory.
+ */
+static void *vrdma_put_trailer(struct sk_buff *skb)
+{
+	struct skb_shared_info *sh = skb_shinfo(skb);
+	struct page *page;
+	void *p;
+
+	if (!skb_is_nonlinear(skb))
+		return skb_put(skb, VRDMA_ICRC_SIZE);
+	if (sh->nr_frags >= MAX_SKB_FRAGS)
+		return NULL;
+	p = netdev_alloc_frag(VRDMA_ICRC_SIZE);
+	if (!p)
+		return NULL;
+	page = virt_to_head_page(p);
+	skb_fill_page_desc(skb, sh->nr_frags, page, p - page_address(page),
+			   VRDMA_ICRC_SIZE);
+	skb->len += VRDMA_ICRC_SIZE;
+	skb->data_len += VRDMA_ICRC_SIZE;
+	skb->truesize += VRDMA_ICRC_SIZE;
+	return p;
+}
+
+/*
+ * Compute the ICRC of the packet at skb->data (its IP header) and append
+ * it.  Returns 0 or -ENOMEM.
+ */
+static int vrdma_put_icrc(struct sk_buff *skb)
 {
 	u32 icrc = vrdma_icrc(skb, skb->len);
+	void *trailer = vrdma_put_trailer(skb);
 
-	put_unaligned_le32(icrc, skb_put(skb, VRDMA_ICRC_SIZE));
+	if (!trailer)
+		return -ENOMEM;
+	put_unaligned_le32(icrc, trailer);
+	return 0;
 }
 
 /*
@@ -589,17 +653,18 @@ static int vrdma_ip_out(struct net *net, struct sk_buff *skb, bool ipv6)
 
 /*
  * Hand a packet for an address of this namespace to the device that has
- * it, as if it had come in through the UDP tunnel but without going
- * through IP: between two netdevs of one namespace IP would route it via
- * "lo", and drop it as a martian if it did not.  vrdma_rcv() only queues
- * it, so the destination QP (maybe the sender itself) never runs inside
- * the sender's task.  Context: RCU.  Consumes @skb.
+ * it, @ldev (referenced; the reference is dropped here), as if it had come
+ * in through the UDP tunnel but without going through IP: between two
+ * netdevs of one namespace IP would route it via "lo", and drop it as a
+ * martian if it did not.  Called outside RCU and with BHs enabled when the
+ * sender's context allows it, so that vrdma_rcv() may run the destination
+ * QP at once (vrdma_qp_rcv_local()).  Consumes @skb.
  */
-static int vrdma_deliver_local(struct vrdma_dev *vdev,
-			       struct net_device *to, struct sk_buff *skb)
+static int vrdma_deliver_local(struct vrdma_dev *vdev, struct vrdma_dev *ldev,
+			       struct sk_buff *skb)
 {
-	struct vrdma_dev *ldev = vrdma_dev_by_ndev(to);
 	unsigned int ip_len = skb_transport_offset(skb);
+	void *trailer;
 
 	/* Like a wire, it needs both ports up. */
 	if (!ldev || !vrdma_ndev_active(vdev->ndev) ||
@@ -611,7 +676,13 @@ static int vrdma_deliver_local(struct vrdma_dev *vdev,
 	}
 
 	/* Same layout as from the wire; the ICRC is not computed. */
-	memset(skb_put(skb, VRDMA_ICRC_SIZE), 0, VRDMA_ICRC_SIZE);
+	trailer = vrdma_put_trailer(skb);
+	if (!trailer) {
+		ib_device_put(&ldev->ibdev);
+		kfree_skb(skb);
+		return -ENOMEM;
+	}
+	memset(trailer, 0, VRDMA_ICRC_SIZE);
 	vrdma_count(vdev, VRDMA_CNT_SENT_PKTS);
 	vrdma_count_add(vdev, VRDMA_CNT_SENT_BYTES, skb->len);
 	vrdma_count(vdev, VRDMA_CNT_LOOPBACK_PKTS);
@@ -620,12 +691,31 @@ static int vrdma_deliver_local(struct vrdma_dev *vdev,
 	skb->pkt_type = PACKET_HOST;
 	__skb_pull(skb, ip_len);
 
-	/* The receive path runs in softirq context elsewhere: keep it so. */
-	local_bh_disable();
-	vrdma_rcv(ldev, skb, false);
-	local_bh_enable();
+	vrdma_rcv(ldev, skb, true);
 	ib_device_put(&ldev->ibdev);
 	return 0;
+}
+
+/**
+ * vrdma_pkt_local() - whether packets on @av stay inside this host
+ * @vdev: the sending device
+ * @av: the path
+ *
+ * True when the destination is an address of the namespace of @vdev's
+ * netdev: vrdma_pkt_send() then delivers to the device that has it, inside
+ * the driver.
+ *
+ * Context: any.
+ */
+bool vrdma_pkt_local(struct vrdma_dev *vdev, struct vrdma_av *av)
+{
+	bool local;
+
+	rcu_read_lock();
+	local = vrdma_addr_ndev(dev_net(vdev->ndev), av->ipv6, av->daddr4,
+				&av->daddr6);
+	rcu_read_unlock();
+	return local;
 }
 
 /**
@@ -637,8 +727,9 @@ static int vrdma_deliver_local(struct vrdma_dev *vdev,
  *	the UDP source port (network order).  @av->sgid_attr may be NULL;
  *	when it is a VLAN on top of our netdev, the packet leaves by it.
  *	@av->dmac is not used: the neighbour table resolves the next hop.
- * @skb: from vrdma_pkt_alloc(), BTH filled (vrdma_bth_init()); linear,
- *	skb->data at the BTH.  May be a clone (a copy kept for
+ * @skb: from vrdma_pkt_alloc() (or vrdma_pkt_alloc_hdr() with the payload
+ *	in page fragments), BTH filled (vrdma_bth_init()), skb->data at the
+ *	BTH.  May be a clone (a copy kept for
  *	retransmission): the headers are written into a private copy then.
  *
  * Puts UDP (destination port 4791, no checksum) and IPv4 (DF) or IPv6 in
@@ -664,15 +755,16 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 	struct net *net;
 	int err;
 
-	if (WARN_ON_ONCE(skb_is_nonlinear(skb) ||
-			 skb->len != pkt->hdr_len + pkt->paylen + pkt->pad)) {
+	if (WARN_ON_ONCE(skb->len != pkt->hdr_len + pkt->paylen + pkt->pad ||
+			 skb_headlen(skb) < pkt->hdr_len)) {
 		err = -EINVAL;
 		goto free;
 	}
 	headroom = sizeof(struct udphdr) +
 		   (av->ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
 	err = skb_cow_head(skb, headroom);
-	if (!err && skb_tailroom(skb) < VRDMA_ICRC_SIZE)
+	if (!err && !skb_is_nonlinear(skb) &&
+	    skb_tailroom(skb) < VRDMA_ICRC_SIZE)
 		err = pskb_expand_head(skb, 0, VRDMA_ICRC_SIZE, GFP_ATOMIC);
 	if (err)
 		goto free;
@@ -687,8 +779,10 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 
 	local = vrdma_addr_ndev(net, av->ipv6, av->daddr4, &av->daddr6);
 	if (local) {
-		err = vrdma_deliver_local(vdev, local, skb);
+		struct vrdma_dev *ldev = vrdma_dev_by_ndev(local);
+
 		rcu_read_unlock();
+		err = vrdma_deliver_local(vdev, ldev, skb);
 		goto out;
 	}
 
@@ -705,7 +799,9 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 	if (err)
 		goto free;
 
-	vrdma_put_icrc(skb);
+	err = vrdma_put_icrc(skb);
+	if (err)
+		goto free;
 	len = skb->len;
 	err = vrdma_ip_out(net, skb, av->ipv6);
 	if (!err) {

@@ -20,6 +20,9 @@
 
 static struct workqueue_struct *vrdma_wq;
 
+/* Runs of the QP a doorbell makes at most before leaving it to the task. */
+#define VRDMA_DOORBELL_ROUNDS	8
+
 /**
  * vrdma_qp_get() - find a QP by number for the receive path
  * @vdev: the device the packet arrived on
@@ -242,19 +245,18 @@ bool vrdma_take_rwqe(struct vrdma_qp *qp)
 	return true;
 }
 
-static void vrdma_qp_task(struct work_struct *work)
+/*
+ * One run of the QP's engines, mutex held: the packets that arrived, the
+ * read responses owed, the requester.  Returns true if work is left that
+ * needs another run (beyond packets still queued).
+ */
+static bool vrdma_qp_run(struct vrdma_qp *qp)
 {
-	struct vrdma_qp *qp = container_of(work, struct vrdma_qp, task);
 	struct sk_buff *skb;
 	int budget = 256;	/* packets per run, then let others in */
 	bool again;
 
-	mutex_lock(&qp->mutex);
-	/* A QP being destroyed arms no timer and sends nothing. */
-	if (qp->destroyed) {
-		mutex_unlock(&qp->mutex);
-		return;
-	}
+	lockdep_assert_held(&qp->mutex);
 	while (budget-- && (skb = skb_dequeue(&qp->rx))) {
 		if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT) {
 			kfree_skb(skb);
@@ -269,9 +271,93 @@ static void vrdma_qp_task(struct work_struct *work)
 	vrdma_requester(qp);
 	if (qp->state == IB_QPS_ERR)
 		vrdma_flush_rq(qp);
+	return again;
+}
+
+/*
+ * The holder of the mutex stops taking in packets: from here on a local
+ * sender queues the task itself.  The barrier pairs with the one in
+ * vrdma_qp_rcv_local(): either the sender sees @draining clear, or the
+ * holder, looking at the queue after this, sees the packet.
+ */
+static void vrdma_qp_drained(struct vrdma_qp *qp)
+{
+	WRITE_ONCE(qp->draining, false);
+	smp_mb();	/* pairs with vrdma_qp_rcv_local() */
+}
+
+static void vrdma_qp_task(struct work_struct *work)
+{
+	struct vrdma_qp *qp = container_of(work, struct vrdma_qp, task);
+	bool again;
+
+	mutex_lock(&qp->mutex);
+	/* A QP being destroyed arms no timer and sends nothing. */
+	if (qp->destroyed) {
+		mutex_unlock(&qp->mutex);
+		return;
+	}
+	WRITE_ONCE(qp->draining, true);
+	again = vrdma_qp_run(qp);
+	vrdma_qp_drained(qp);
 	mutex_unlock(&qp->mutex);
 
 	/* More to do: run again after others had their turn. */
+	if (again || !skb_queue_empty(&qp->rx))
+		vrdma_qp_schedule(qp);
+}
+
+/*
+ * An inline run is in progress on this CPU (vrdma_qp_rcv_local()): the
+ * QP it runs delivers its own packets through the workqueue, which keeps
+ * the nesting at one level, and the stack small, whatever the QPs send.
+ */
+static DEFINE_PER_CPU(unsigned int, vrdma_inline_runs);
+
+/**
+ * vrdma_qp_rcv_local() - hand a packet sent inside the driver to its QP,
+ *	and run the QP at once if it is idle
+ * @qp: the destination QP, referenced by the caller
+ * @skb: the checked packet; consumed
+ *
+ * A packet between two QPs of this host needs no other CPU: running the
+ * destination QP's engines right here, in the sender's context, places the
+ * data, writes the CQE and sends the ACK back before the sender's doorbell
+ * returns, as a NIC would, without waking a worker (under TCG a wakeup can
+ * cost a whole scheduler tick).  Only when the sender's context allows it
+ * (preemptible, so not under RCU or a spinlock), only one level deep, and
+ * only if nobody holds the QP (a trylock: the sender may hold it itself,
+ * loopback QP, or be its peer waiting); otherwise the packet is queued for
+ * the QP's task as from the wire.
+ *
+ * Context: any; runs the QP only in process context.
+ */
+void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	bool again = true;
+
+	if (READ_ONCE(qp->destroyed)) {
+		kfree_skb(skb);
+		return;
+	}
+	skb_queue_tail(&qp->rx, skb);
+	/* Pairs with vrdma_qp_drained(). */
+	smp_mb();
+	if (READ_ONCE(qp->draining))
+		return;		/* the holder takes it in */
+	if (!preemptible())
+		goto schedule;
+
+	migrate_disable();
+	if (!this_cpu_read(vrdma_inline_runs) && mutex_trylock(&qp->mutex)) {
+		this_cpu_inc(vrdma_inline_runs);
+		if (!qp->destroyed)
+			again = vrdma_qp_run(qp);
+		this_cpu_dec(vrdma_inline_runs);
+		mutex_unlock(&qp->mutex);
+	}
+	migrate_enable();
+schedule:
 	if (again || !skb_queue_empty(&qp->rx))
 		vrdma_qp_schedule(qp);
 }
@@ -777,10 +863,12 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
  * for RTS (the requester ignores the SQ until then), so the doorbell itself
  * never fails.
  *
- * When the QP's task is not running, the caller runs the requester itself:
- * the first packets leave before post_send returns, as from a NIC, and a
- * UD or UC WQE is complete by then.  Otherwise the task is queued (again),
- * so that it looks at the SQ once more before it ends.
+ * When the QP's task is not running, the caller runs the QP itself (the
+ * requester, and the ACKs that came back meanwhile): the first packets
+ * leave before post_send returns, as from a NIC, and a UD or UC WQE is
+ * complete by then, as is an RC WQE to a local peer (vrdma_qp_rcv_local()).
+ * Otherwise the task is queued (again), so that it looks at the SQ once
+ * more before it ends.
  *
  * Return: 0, or -EINVAL for work requests passed the kernel way to a user
  * QP.
@@ -789,6 +877,8 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
+	bool again = false;
+	int rounds;
 
 	if (vrdma_queue_is_kernel(&qp->sq))
 		return vrdma_kpost_send(qp, wr, bad_wr);
@@ -800,9 +890,23 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		vrdma_qp_schedule(qp);
 		return 0;
 	}
-	if (!qp->destroyed)
-		vrdma_requester(qp);
+	if (!qp->destroyed) {
+		WRITE_ONCE(qp->draining, true);
+		/*
+		 * The ACKs of a local peer arrive while the requester runs:
+		 * take them in and send on, a few rounds, so that a
+		 * doorbell between local QPs rarely needs the task.
+		 */
+		for (rounds = 0; rounds < VRDMA_DOORBELL_ROUNDS; rounds++) {
+			again = vrdma_qp_run(qp);
+			if (!again && skb_queue_empty(&qp->rx))
+				break;
+		}
+		vrdma_qp_drained(qp);
+	}
 	mutex_unlock(&qp->mutex);
+	if (again || !skb_queue_empty(&qp->rx))
+		vrdma_qp_schedule(qp);
 	return 0;
 }
 

@@ -345,6 +345,43 @@ static void vrdma_atmeth_init(struct sk_buff *skb, struct vrdma_send_wqe *wqe)
 	}
 }
 
+/* Below this, copying the payload costs less than referencing its pages. */
+#define VRDMA_ZERO_COPY_MIN	512
+
+/*
+ * An RC request packet whose payload is page fragments pointing at the
+ * WQE's MR pages, not a copy (vrdma_sgl_add_frags()): the data is copied
+ * once, by the receiver, straight into its MR.  Only for RC: its WQE
+ * completes after the peer has taken the data, so the process cannot
+ * change the buffer under a packet still on its way; only for payloads
+ * without pad; and only to a QP of this host.  On a wire, copies of a
+ * packet outlive its WQE (a duplicate or a resend still queued somewhere):
+ * pointing at memory the process has reused since, they would arrive with
+ * a bad ICRC.  Returns the packet, NULL when it must be built by copying,
+ * or an ERR_PTR when an MR of the WQE is no longer usable.
+ */
+static struct sk_buff *vrdma_req_zero_copy(struct vrdma_qp *qp,
+					   struct vrdma_send_wqe *wqe,
+					   u32 offset, u8 opcode, u32 paylen)
+{
+	struct sk_buff *skb;
+	int err;
+
+	if (qp->ibqp.qp_type != IB_QPT_RC || paylen < VRDMA_ZERO_COPY_MIN ||
+	    (paylen & 3) || (wqe->flags & VRDMA_SEND_INLINE) ||
+	    !vrdma_pkt_local(qp->vdev, &qp->av))
+		return NULL;
+	skb = vrdma_pkt_alloc_hdr(qp->vdev, &qp->av, opcode, paylen, false);
+	if (!skb)
+		return NULL;
+	err = vrdma_sgl_add_frags(qp->vdev, qp->pd, wqe->sge, wqe->num_sge,
+				  offset, skb, paylen);
+	if (!err)
+		return skb;
+	kfree_skb(skb);
+	return err == -E2BIG || err == -EOPNOTSUPP ? NULL : ERR_PTR(err);
+}
+
 /*
  * Build and send the next packet of @swqe.  Returns 0, or a negative errno
  * when no packet could be built (the caller retries later).
@@ -364,14 +401,24 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	u8 opcode = vrdma_req_opcode(wqe, first, last);
 	struct sk_buff *skb;
 	struct vrdma_pkt *pkt;
+	bool gather = true;
 	bool ack_req;
 
 	/* UC has the same opcodes as RC, in its own range. */
 	if (qp->ibqp.qp_type == IB_QPT_UC)
 		opcode += IB_OPCODE_UC;
-	skb = vrdma_pkt_alloc(qp->vdev, &qp->av, opcode, paylen);
-	if (!skb)
-		return -ENOMEM;
+	skb = vrdma_req_zero_copy(qp, wqe, offset, opcode, paylen);
+	if (IS_ERR(skb)) {
+		swqe->status = IB_WC_LOC_PROT_ERR;
+		return 0;
+	}
+	if (skb) {
+		gather = false;
+	} else {
+		skb = vrdma_pkt_alloc(qp->vdev, &qp->av, opcode, paylen);
+		if (!skb)
+			return -ENOMEM;
+	}
 	pkt = vrdma_pkt(skb);
 
 	if (pkt->mask & VRDMA_OPF_RETH) {
@@ -393,8 +440,8 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 
 		ieth->rkey = cpu_to_be32(wqe->ex.invalidate_rkey);
 	}
-	if (paylen && vrdma_swqe_gather(qp, wqe, offset, vrdma_payload(skb),
-					paylen)) {
+	if (paylen && gather &&
+	    vrdma_swqe_gather(qp, wqe, offset, vrdma_payload(skb), paylen)) {
 		kfree_skb(skb);
 		swqe->status = IB_WC_LOC_PROT_ERR;
 		return 0;

@@ -604,6 +604,9 @@ struct vrdma_resp {
  * @retrans_timer: fires when sent requests stay unacknowledged for the
  *	QP's timeout (the "timeout" attribute)
  * @rx: incoming packets for the task; has its own lock
+ * @draining: the mutex holder (task or doorbell) takes in @rx before it
+ *	lets go and looks again after; a local sender then need not queue
+ *	the task (vrdma_qp_rcv_local())
  * @task: runs completer, responder and requester for this QP
  * @refs: lookups from the receive path hold a reference
  * @done: completed when @refs drops to zero
@@ -639,6 +642,7 @@ struct vrdma_qp {
 	struct timer_list retrans_timer;
 
 	struct sk_buff_head rx;
+	bool draining;
 	struct work_struct task;
 	refcount_t refs;
 	struct completion done;
@@ -811,6 +815,9 @@ int vrdma_sgl_copy_from_skb(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 			    const struct vrdma_sge *sge, u32 num_sge,
 			    u32 offset, const struct sk_buff *skb,
 			    u32 skb_offset, u32 length);
+int vrdma_sgl_add_frags(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+			const struct vrdma_sge *sge, u32 num_sge, u32 offset,
+			struct sk_buff *skb, u32 length);
 int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig);
 
@@ -877,6 +884,7 @@ void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
 void vrdma_qp_sq_error(struct vrdma_qp *qp);
 bool vrdma_qp_receives(struct vrdma_qp *qp);
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb);
+void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_take_rwqe(struct vrdma_qp *qp);
 
 /* srq.c */

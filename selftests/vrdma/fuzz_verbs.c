@@ -61,6 +61,10 @@ struct pools {
 static struct pools p;
 static struct fz_rng rng;
 static unsigned long ops;
+/* What got through, to see that the rounds reach the interesting states. */
+static struct {
+	unsigned long qp, mr, rts, send, recv, ring;
+} got;
 
 #define R (&rng)
 
@@ -222,6 +226,7 @@ static void op_qp_create(void)
 				    fz_u32(R) & 0x3ff;
 	}
 	p.qp[i] = ibv_create_qp_ex(p.ctx, &qa);
+	got.qp += !!p.qp[i];
 }
 
 static void random_ah_attr(struct ibv_ah_attr *ah)
@@ -257,10 +262,11 @@ static void op_qp_modify(void)
 		return;
 	switch (fz_below(R, 5)) {
 	case 0:		/* a proper connection to a QP of the pool */
-		if (peer)
-			fz_connect(qp, p.gid_idx, p.mtu, peer->qp_num, &p.gid,
-				   fz_u32(R) & 0xffffff, fz_u32(R) & 0xffffff,
-				   fz_below(R, 32), fz_below(R, 8));
+		if (peer && !fz_connect(qp, p.gid_idx, p.mtu, peer->qp_num,
+					&p.gid, fz_u32(R) & 0xffffff,
+					fz_u32(R) & 0xffffff,
+					fz_below(R, 32), fz_below(R, 8)))
+			got.rts++;
 		return;
 	case 1:		/* anything at all */
 		fz_bytes(R, &a, sizeof(a));
@@ -367,6 +373,7 @@ static void op_mr(void)
 					   (uintptr_t)addr, any_access());
 	else
 		p.mr[i] = ibv_reg_mr(ANY(p.pd), addr, len, any_access());
+	got.mr += !!p.mr[i];
 }
 
 static void op_mw(void)
@@ -517,7 +524,7 @@ static void op_post_send(void)
 		if (wr[i].opcode == IBV_WR_BIND_MW)
 			wr[i].opcode = IBV_WR_SEND;	/* bind_mw: op_mw */
 	}
-	ibv_post_send(qp, wr, &bad);
+	got.send += !ibv_post_send(qp, wr, &bad);
 }
 
 static void op_post_recv(void)
@@ -531,9 +538,9 @@ static void op_post_recv(void)
 	random_sges(sge, wr.num_sge);
 	wr.sg_list = sge;
 	if (srq && fz_one_in(R, 2))
-		ibv_post_srq_recv(srq, &wr, &bad);
+		got.recv += !ibv_post_srq_recv(srq, &wr, &bad);
 	else if (qp && !qp->srq)
-		ibv_post_recv(qp, &wr, &bad);
+		got.recv += !ibv_post_recv(qp, &wr, &bad);
 }
 
 /* Random bytes, or a plausible WQE with hostile fields, in entry @e. */
@@ -640,6 +647,7 @@ static void op_ring(void)
 		vrdma_store_release(&r->hdr->cons, fz_u32(R));
 	r->head = idx;
 	vrdma_uring_publish(r);
+	got.ring++;
 	if (send)
 		ibv_cmd_post_send(qp, NULL, &bsw);
 	else if (what == 1)
@@ -707,6 +715,9 @@ static void child(const char *dev, uint64_t seed, double secs)
 		if (fz_one_in(R, 64))
 			usleep(fz_below(R, 2000));
 	}
+	printf("#   %lu ops: %lu QPs, %lu MRs, %lu connections, %lu sends and %lu receives posted, %lu rings scribbled\n",
+	       ops, got.qp, got.mr, got.rts, got.send, got.recv, got.ring);
+	fflush(stdout);
 	/* Leave everything to the kernel's cleanup, or tidy up first. */
 	if (fz_one_in(R, 2))
 		_exit(0);

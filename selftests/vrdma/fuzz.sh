@@ -63,7 +63,7 @@ run_fuzzer()
 {
 	local name=$1 rc
 	shift
-	"$@" 2>&1 | sed 's/^/    /'
+	"$@" 2>&1 | sed -u 's/^/    /'
 	rc=${PIPESTATUS[0]}
 	[ "$rc" -eq 0 ] || echo "# $name failed (exit $rc): replay with VRDMA_FUZZ_SEED=$seed"
 	tap_result "$rc" "$name (seed $seed, $secs s)"

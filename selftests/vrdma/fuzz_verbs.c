@@ -25,8 +25,9 @@
  *
  *   fuzz_verbs DEV DEV2 SECONDS SEED [ROUND_SEED]
  *
- * Every round prints its seed; "fuzz_verbs DEV DEV2 S SEED ROUND_SEED"
- * replays that one round.  TAP output.
+ * VRDMA_FUZZ_JOBS (default 2) runners do rounds at the same time, runner
+ * j seeded with SEED + j.  Every round prints its seed; "fuzz_verbs DEV
+ * DEV2 S SEED ROUND_SEED" replays that one round.  TAP output.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -777,16 +778,48 @@ static int round_run(const char *dev, uint64_t seed, double secs, int kill_it,
 	return 0;
 }
 
+/*
+ * One runner: rounds one after the other until @end, from @seed.  Two
+ * runners at once (VRDMA_FUZZ_JOBS) race each other in the kernel.
+ * Returns the exit status: bit 0 a crash, bit 1 a hang.
+ */
+static int runner(const char *dev, uint64_t seed, double end, int slow,
+		  int job)
+{
+	struct fz_rng top;
+	int rounds = 0, crashes = 0;
+
+	fz_seed(&top, seed);
+	while (fz_now() < end) {
+		uint64_t rs = fz_u64(&top);
+		double secs = 0.5 + fz_below(&top, 4000) / 1000.0;
+		int kill_it = fz_one_in(&top, 3) ?
+			      100 + 5 + fz_below(&top, 95) : 0;
+		int ret;
+
+		printf("# runner %d round %d seed %#llx%s\n", job, rounds,
+		       (unsigned long long)rs, kill_it ? " (SIGKILL)" : "");
+		ret = round_run(dev, rs, secs, kill_it, slow);
+		crashes += ret > 0;
+		if (ret < 0)
+			return 2 | !!crashes;
+		rounds++;
+	}
+	printf("# runner %d: %d rounds\n", job, rounds);
+	return !!crashes;
+}
+
 int main(int argc, char **argv)
 {
 	const char *slow_env = getenv("VRDMA_TEST_SLOW");
+	const char *jobs_env = getenv("VRDMA_FUZZ_JOBS");
 	int slow = slow_env ? atoi(slow_env) : 1;
-	int rounds = 0, crashes = 0, hangs = 0;
-	struct fz_rng top;
+	int jobs = jobs_env ? atoi(jobs_env) : 2;
+	int crashes = 0, hangs = 0, j, st;
 	const char *dev, *dev2;
+	pid_t live, pid[8];
 	uint64_t seed;
 	double end;
-	pid_t live;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 5) {
@@ -801,8 +834,10 @@ int main(int argc, char **argv)
 	seed = strtoull(argv[4], NULL, 0);
 	if (slow < 1)
 		slow = 1;
-	printf("TAP version 13\n# fuzz_verbs %s %s %s %#llx\n", dev, dev2,
-	       argv[3], (unsigned long long)seed);
+	if (jobs < 1 || jobs > 8)
+		jobs = 2;
+	printf("TAP version 13\n# fuzz_verbs %s %s %s %#llx, %d runners\n",
+	       dev, dev2, argv[3], (unsigned long long)seed, jobs);
 	live = fz_live_start(dev, dev2);
 
 	if (argc > 5) {
@@ -810,29 +845,25 @@ int main(int argc, char **argv)
 
 		printf("# replaying round seed %#llx\n", (unsigned long long)rs);
 		crashes = round_run(dev, rs, atof(argv[3]), 0, slow) != 0;
-		rounds = 1;
 	} else {
-		fz_seed(&top, seed);
-		while (fz_now() < end) {
-			uint64_t rs = fz_u64(&top);
-			double secs = 0.5 + fz_below(&top, 4000) / 1000.0;
-			int kill_it = fz_one_in(&top, 3) ?
-				      100 + 5 + fz_below(&top, 95) : 0;
-			int ret;
-
-			printf("# round %d seed %#llx%s\n", rounds,
-			       (unsigned long long)rs,
-			       kill_it ? " (SIGKILL)" : "");
-			ret = round_run(dev, rs, secs, kill_it, slow);
-			crashes += ret > 0;
-			if (ret < 0) {
-				hangs++;
-				break;
+		/* Runner j's rounds: seed + j; runner 0's are SEED's. */
+		for (j = 0; j < jobs; j++) {
+			fflush(stdout);
+			pid[j] = fork();
+			if (!pid[j])
+				_exit(runner(dev, seed + j, end, slow, j));
+		}
+		for (j = 0; j < jobs; j++) {
+			if (waitpid(pid[j], &st, 0) != pid[j] ||
+			    !WIFEXITED(st)) {
+				crashes++;
+				continue;
 			}
-			rounds++;
+			crashes += WEXITSTATUS(st) & 1;
+			hangs += !!(WEXITSTATUS(st) & 2);
 		}
 	}
-	fz_result(!hangs, "%d rounds, none stuck in the kernel", rounds);
+	fz_result(!hangs, "no round stuck in the kernel");
 	fz_result(!crashes, "no round crashed or failed to start");
 	fz_result(fz_live_stop_wait(live), "the live QP pair kept working");
 	printf("1..%d\n", fz_tap_n);

@@ -88,6 +88,7 @@ static struct {
 struct target {
 	struct ibv_qp *rc, *uc, *ud;
 	uint32_t rc_rq_psn, rc_sq_psn, uc_rq_psn;
+	uint32_t rc_exp, uc_exp;	/* the PSNs the responders expect */
 };
 
 static uint32_t crc_table[256];
@@ -212,7 +213,7 @@ struct fuzz_stats {
  * Build one mutated packet for the target QPs @t and send it.  Returns 0
  * or -1 (sendto failed: counted, not fatal).
  */
-static int fuzz_one(struct fz_rng *r, const struct target *t,
+static int fuzz_one(struct fz_rng *r, struct target *t,
 		    struct fuzz_stats *st)
 {
 	uint8_t pkt[2048], mask[40];
@@ -221,7 +222,8 @@ static int fuzz_one(struct fz_rng *r, const struct target *t,
 	uint8_t *bth = (uint8_t *)(udp + 1), *p;
 	struct sockaddr_in to = { .sin_family = AF_INET };
 	uint32_t qpn, psn, plen, pad, len, crc, mtu = 256u << g.mtu;
-	int op, el, i, bad_icrc = 0;
+	int op, el, i, bad_icrc = 0, damaged = 0;
+	uint32_t *exp = NULL;
 
 	/* Which QP, which opcode, which PSN. */
 	switch (fz_below(r, 10)) {
@@ -231,12 +233,15 @@ static int fuzz_one(struct fz_rng *r, const struct target *t,
 		if (op >= 0x0d && op <= 0x12)	/* responses: our requests */
 			psn = t->rc_sq_psn + fz_below(r, 16) - 4;
 		else
-			psn = t->rc_rq_psn + fz_below(r, 16) - 4;
+			psn = t->rc_exp + (fz_one_in(r, 2) ? 0 :
+					   fz_below(r, 16) - 4);
+		exp = &t->rc_exp;
 		break;
 	case 4: case 5:
 		qpn = t->uc->qp_num;
 		op = 0x20 + fz_below(r, 0x20);
-		psn = t->uc_rq_psn + fz_below(r, 16) - 4;
+		psn = t->uc_exp + (fz_one_in(r, 2) ? 0 : fz_below(r, 16) - 4);
+		exp = &t->uc_exp;
 		break;
 	case 6: case 7:
 		qpn = t->ud->qp_num;
@@ -347,6 +352,7 @@ static int fuzz_one(struct fz_rng *r, const struct target *t,
 		while (n--)
 			bth[fz_below(r, 12 + el)] ^= 1 << fz_below(r, 8);
 		st->mutated++;
+		damaged = 1;
 	}
 
 	/* The ICRC: 8 bytes of 1s for the LRH, then the masked headers. */
@@ -366,6 +372,7 @@ static int fuzz_one(struct fz_rng *r, const struct target *t,
 	if (fz_one_in(r, 16)) {
 		p[fz_below(r, 4)] ^= 1 << fz_below(r, 8);
 		bad_icrc = 1;
+		damaged = 1;
 	}
 
 	/* Truncated: anywhere from no BTH at all to one byte short. */
@@ -376,9 +383,19 @@ static int fuzz_one(struct fz_rng *r, const struct target *t,
 		udp->len = htons(len - sizeof(*ip));
 		st->truncated++;
 		bad_icrc = 0;
+		damaged = 1;
 	} else if (bad_icrc) {
 		st->bad_icrc++;
 	}
+
+	/*
+	 * An intact request with the expected PSN moves the responder on
+	 * (if it takes it): aim the next ones there, deeper into messages.
+	 */
+	if (exp && !damaged && ((psn ^ *exp) & 0xffffff) == 0 &&
+	    ((op & 0x1f) <= 0x0c || (op & 0x1f) == 0x13 ||
+	     (op & 0x1f) == 0x14 || (op & 0x1f) >= 0x16))
+		*exp = (*exp + 1) & 0xffffff;
 
 	inet_pton(AF_INET, IP0, &to.sin_addr);
 	st->sent++;
@@ -580,6 +597,8 @@ static int targets_create(struct fz_rng *r, struct target *t)
 	t->rc_rq_psn = fz_u32(r) & 0xffffff;
 	t->rc_sq_psn = fz_u32(r) & 0xffffff;
 	t->uc_rq_psn = fz_u32(r) & 0xffffff;
+	t->rc_exp = t->rc_rq_psn;
+	t->uc_exp = t->uc_rq_psn;
 	t->rc = target_qp(IBV_QPT_RC);
 	t->uc = target_qp(IBV_QPT_UC);
 	t->ud = target_qp(IBV_QPT_UD);

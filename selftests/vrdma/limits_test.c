@@ -333,7 +333,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ctx = fz_open(argv[1]);
-	if (!ctx || ibv_query_device(ctx, &attr) || !(pd = ibv_alloc_pd(ctx))) {
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	if (!pd || ibv_query_device(ctx, &attr)) {
 		printf("Bail out! cannot open %s\n", argv[1]);
 		return 1;
 	}

@@ -109,6 +109,7 @@ vrdma_load || exit 1
 [ -x "$LIVE" ] || skip_all "fuzz_live not built"
 trap cleanup EXIT
 cleanup
+dmesg_before=$(dmesg | wc -l)
 
 check "bystander devices up" bystander_up
 "$LIVE" vrdmafb0 vrdmafb1 > /tmp/faults-bystander.log 2>&1 &
@@ -191,4 +192,9 @@ ip link del fb0 2>/dev/null
 ip netns del $NSB 2>/dev/null
 check "rmmod succeeds once the users are gone" vrdma_unload
 check "and vrdma loads again" vrdma_load
+# Beyond what the VM harness calls a problem: ib_core's warnings too.
+reports=$(dmesg | tail -n +"$((dmesg_before + 1))" |
+	grep -E 'BUG:|WARNING:|KASAN|UBSAN|KFENCE|lockdep|Oops|refcount_t|hung task|infiniband .*failed' |
+	head -n 20)
+check_eq "no kernel report or ib_core warning in dmesg" "" "$reports"
 finish

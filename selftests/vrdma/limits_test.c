@@ -12,6 +12,9 @@
  *               an MR table slot is reused
  *   rings       a ring is zeroed when it is mapped, and an offset of
  *               another context's ring cannot be mapped
+ *   CQEs        the kernel's CQE carries no stray bytes: a flushed
+ *               receive's fields that do not apply and the reserved byte
+ *               are zero, read straight from the ring
  *
  *   limits_test DEV
  *
@@ -322,6 +325,57 @@ static void test_rings(const char *dev)
 	ibv_close_device(other);
 }
 
+/* A flushed receive's CQE, as the kernel wrote it into the ring. */
+static void test_cqe_bytes(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	static uint8_t buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf),
+				       IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, sizeof(buf), 0 };
+	struct ibv_recv_wr wr = { .wr_id = 0x1234, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+	const struct vrdma_cqe *cqe;
+	struct vrdma_uring *r;
+	struct ibv_qp *qp;
+	double end;
+
+	qa.send_cq = qa.recv_cq = cq;
+	qp = cq && mr ? ibv_create_qp(pd, &qa) : NULL;
+	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+		fz_result(0, "a QP in INIT: %s", strerror(errno));
+		return;
+	}
+	sge.lkey = mr->lkey;
+	ibv_post_recv(qp, &wr, &bad);
+	a.qp_state = IBV_QPS_ERR;
+	ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	r = &to_vcq(cq)->ring;
+	end = fz_now() + 10;
+	while (!__atomic_load_n(&r->hdr->prod, __ATOMIC_ACQUIRE) &&
+	       fz_now() < end)
+		usleep(1000);
+	cqe = vrdma_uring_entry(r, 0);
+	fz_result(r->hdr->prod == 1 && cqe->wr_id == 0x1234 &&
+		  cqe->status == IBV_WC_WR_FLUSH_ERR && !cqe->byte_len &&
+		  !cqe->wc_flags && !cqe->ex.imm_data && !cqe->src_qp &&
+		  !cqe->network_hdr_type && !cqe->reserved,
+		  "a flushed receive's CQE: no stray bytes (prod %u status %u byte_len %u wc_flags %#x ex %#x src_qp %#x hdr %u reserved %u)",
+		  r->hdr->prod, cqe->status, cqe->byte_len, cqe->wc_flags,
+		  cqe->ex.invalidate_rkey, cqe->src_qp,
+		  cqe->network_hdr_type, cqe->reserved);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	ibv_dereg_mr(mr);
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1, .max_sge = 1 } };
@@ -342,6 +396,7 @@ int main(int argc, char **argv)
 	test_sizes();
 	test_keys();
 	test_rings(argv[1]);
+	test_cqe_bytes();
 	test_count("max_srq", attr.max_srq, mk_srq, rm_srq);
 	/* Tens of thousands of objects: the long run only (make fuzz). */
 	if (getenv("VRDMA_LIMITS_ALL")) {

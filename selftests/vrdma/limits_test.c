@@ -12,6 +12,9 @@
  *               an MR table slot is reused
  *   rings       a ring is zeroed when it is mapped, and an offset of
  *               another context's ring cannot be mapped
+ *   SQ index    a producer index moved back behind WQEs the kernel has
+ *               taken puts the QP in error at once (it used to make the
+ *               doorbell copy 2^32 WQEs: found by fuzz_verbs, seed 3)
  *   CQEs        the kernel's CQE carries no stray bytes: a flushed
  *               receive's fields that do not apply and the reserved byte
  *               are zero, read straight from the ring
@@ -376,6 +379,49 @@ static void test_cqe_bytes(void)
 	ibv_dereg_mr(mr);
 }
 
+/*
+ * Three SENDs to a QP that never answers are taken by the kernel; then the
+ * producer index goes back to 1 and the doorbell rings: the QP must go to
+ * error, promptly.
+ */
+static void test_sq_prod_back(const char *dev)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 8, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND }, *bad;
+	struct ibv_port_attr port;
+	struct vrdma_uring *r;
+	union ibv_gid gid;
+	struct ibv_qp *qp;
+	int i, gi = fz_find_gid(dev);
+	double t;
+
+	qa.send_cq = qa.recv_cq = cq;
+	qp = cq ? ibv_create_qp(pd, &qa) : NULL;
+	if (!qp || gi < 0 || ibv_query_gid(ctx, 1, gi, &gid) ||
+	    ibv_query_port(ctx, 1, &port) ||
+	    fz_connect(qp, gi, port.active_mtu, 0xfffff0, &gid, 0, 0, 20, 7)) {
+		fz_result(0, "an RC QP in RTS: %s", strerror(errno));
+		return;
+	}
+	for (i = 0; i < 3; i++)
+		ibv_post_send(qp, &wr, &bad);
+	r = &to_vqp(qp)->sq.ring;
+	vrdma_store_release(&r->hdr->prod, r->head - 2);
+	t = fz_now();
+	ibv_cmd_post_send(qp, NULL, &bad);
+	t = fz_now() - t;
+	fz_result(t < 5 && fz_qp_state(qp) == IBV_QPS_ERR,
+		  "an SQ producer index moved back: the QP in error (%.2f s)",
+		  t);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1, .max_sge = 1 } };
@@ -397,6 +443,7 @@ int main(int argc, char **argv)
 	test_keys();
 	test_rings(argv[1]);
 	test_cqe_bytes();
+	test_sq_prod_back(argv[1]);
 	test_count("max_srq", attr.max_srq, mk_srq, rm_srq);
 	/* Tens of thousands of objects: the long run only (make fuzz). */
 	if (getenv("VRDMA_LIMITS_ALL")) {

@@ -10,6 +10,9 @@
 #   make check           install deps, build, lint, every selftest in the VM
 #   make check-long      install deps, build, the long tests (two VMs: rxe interop)
 #   make check-debug     the same on the debug kernel (scripts/build-debug-kernel)
+#   make fuzz            the fuzzers for FUZZ_SECONDS each (default 270) and
+#                        the full limits test, in the VM; FUZZ_SEED= replays
+#   make fuzz-debug      the same on the debug kernel
 #   make demo            a vrdma device in the VM, shown with the standard tools
 #   make bench           vrdma against rdma_rxe with perftest in one VM boot
 
@@ -25,7 +28,7 @@ PROVIDER := userspace-provider
 SELFTESTS := selftests/vrdma
 
 .PHONY: all modules provider selftests install uninstall lint check \
-	check-long check-debug demo bench clean
+	check-long check-debug fuzz fuzz-debug demo bench clean
 
 all: modules provider
 
@@ -61,6 +64,18 @@ check-long:
 
 check-debug:
 	scripts/check --debug-kernel
+
+# make check runs fuzz.sh briefly (45 s per fuzzer); these run it longer,
+# with limits.sh filling max_cq, max_pd and max_qp.
+FUZZ_SECONDS ?= 270
+FUZZ_ENV = VRDMA_FUZZ_SECONDS=$(FUZZ_SECONDS) VRDMA_LIMITS_ALL=1 \
+	$(if $(FUZZ_SEED),VRDMA_FUZZ_SEED=$(FUZZ_SEED))
+
+fuzz:
+	$(FUZZ_ENV) scripts/check fuzz.sh limits.sh
+
+fuzz-debug:
+	$(FUZZ_ENV) scripts/check --debug-kernel fuzz.sh limits.sh
 
 demo:
 	scripts/demo

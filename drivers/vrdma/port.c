@@ -34,12 +34,17 @@ static enum ib_mtu vrdma_active_mtu(struct net_device *ndev)
  * @port: always VRDMA_PORT (ib_core checks the range)
  * @attr: zeroed by ib_core; filled here
  *
+ * A netdev on its way out (unregistering, or already let go of by ib_core)
+ * has no speed: the port is reported down rather than the query failed,
+ * which ib_core's cache update would log as a warning each time.
+ *
  * Return: 0 or the error of ib_get_eth_speed().
  */
 int vrdma_query_port(struct ib_device *ibdev, u32 port,
 		     struct ib_port_attr *attr)
 {
 	struct net_device *ndev = to_vdev(ibdev)->ndev;
+	int ret;
 
 	if (vrdma_netdev_active(ndev)) {
 		attr->state = IB_PORT_ACTIVE;
@@ -57,8 +62,16 @@ int vrdma_query_port(struct ib_device *ibdev, u32 port,
 	attr->max_msg_sz = 1U << 31;	/* the IBA maximum */
 	attr->max_vl_num = 1;
 	attr->ip_gids = true;
-	return ib_get_eth_speed(ibdev, port, &attr->active_speed,
-				&attr->active_width);
+	ret = ib_get_eth_speed(ibdev, port, &attr->active_speed,
+			       &attr->active_width);
+	if (ret == -ENODEV) {
+		attr->state = IB_PORT_DOWN;
+		attr->phys_state = IB_PORT_PHYS_STATE_DISABLED;
+		attr->active_speed = IB_SPEED_SDR;
+		attr->active_width = IB_WIDTH_1X;
+		ret = 0;
+	}
+	return ret;
 }
 
 /**

@@ -112,7 +112,8 @@ void vrdma_flush_sq(struct vrdma_qp *qp)
 	u32 prod = smp_load_acquire(&q->ring->prod);
 
 	/* A garbage producer index: flush what we know of. */
-	if (prod - q->kidx > q->num_entries)
+	if (prod - q->kidx > q->num_entries ||
+	    prod - q->kidx < qp->req.fetch - q->kidx)
 		prod = qp->req.fetch;
 
 	while (q->kidx != prod) {
@@ -232,7 +233,9 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 
 /*
  * Copy newly posted WQEs out of the ring.  Returns false if the ring's
- * producer index is garbage; the QP is then in error.
+ * producer index is garbage -- more entries than the ring holds, or behind
+ * the WQEs already taken (copying up to it would wrap through 2^32
+ * entries) -- the QP is then in error.
  */
 static bool vrdma_fetch_swqes(struct vrdma_qp *qp)
 {
@@ -240,7 +243,8 @@ static bool vrdma_fetch_swqes(struct vrdma_qp *qp)
 	/* Pairs with the provider's store-release: the WQEs are visible. */
 	u32 prod = smp_load_acquire(&q->ring->prod);
 
-	if (prod - q->kidx > q->num_entries) {
+	if (prod - q->kidx > q->num_entries ||
+	    prod - q->kidx < qp->req.fetch - q->kidx) {
 		vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
 		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
 		return false;

@@ -1,0 +1,459 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Limits and isolation:
+ *   memlock     a process without CAP_IPC_LOCK cannot pin more than its
+ *               RLIMIT_MEMLOCK through reg_mr; dereg gives the charge back
+ *   max_*       max_qp_wr, max_cqe, max_sge, max_inline_data and
+ *               max_mr_size are refused with a clean error one past the
+ *               limit; max_cq, max_qp, max_srq and max_pd are enforced
+ *               by count (every object up to the limit created, the next
+ *               refused, one more once one is gone)
+ *   keys        re-registering gives a new key: the key byte changes when
+ *               an MR table slot is reused
+ *   rings       a ring is zeroed when it is mapped, and an offset of
+ *               another context's ring cannot be mapped
+ *   SQ index    a producer index moved back behind WQEs the kernel has
+ *               taken puts the QP in error at once (it used to make the
+ *               doorbell copy 2^32 WQEs: found by fuzz_verbs, seed 3)
+ *   CQEs        the kernel's CQE carries no stray bytes: a flushed
+ *               receive's fields that do not apply and the reserved byte
+ *               are zero, read straight from the ring
+ *
+ *   limits_test DEV
+ *
+ * Runs as root (in the VM); the memlock test drops to uid/gid 65534 in a
+ * child.  TAP output.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include "fuzz_lib.h"
+/* The provider's view of a CQ: where its ring is mapped, at which offset. */
+#include "vrdma.h"
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_device_attr attr;
+
+/* The memlock test, in a child that gives up root. */
+static int memlock_child(void)
+{
+	const size_t limit = 256 << 10;
+	struct rlimit rl = { limit, limit };
+	struct ibv_mr *a, *b, *c;
+	uint8_t *mem;
+	int bad = 0;
+
+	mem = mmap(NULL, 2 << 20, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return 2;
+	memset(mem, 1, 2 << 20);
+	/* ctx was opened as root; the pinning below is charged to us. */
+	if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgroups(0, NULL) ||
+	    setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		return 2;
+
+	a = ibv_reg_mr(pd, mem, 128 << 10, IBV_ACCESS_LOCAL_WRITE);
+	if (!a) {
+		printf("# 128 KiB under a 256 KiB limit: %s\n", strerror(errno));
+		bad++;
+	}
+	b = ibv_reg_mr(pd, mem + (512 << 10), 192 << 10,
+		       IBV_ACCESS_LOCAL_WRITE);
+	if (b) {
+		printf("# 128 + 192 KiB pinned under a 256 KiB limit\n");
+		bad++;
+	} else if (errno != ENOMEM) {
+		printf("# past the limit: %s, expected ENOMEM\n",
+		       strerror(errno));
+		bad++;
+	}
+	c = ibv_reg_mr(pd, mem, 1 << 20, IBV_ACCESS_LOCAL_WRITE);
+	if (c) {
+		printf("# 1 MiB pinned under a 256 KiB limit\n");
+		bad++;
+	}
+	if (a)
+		ibv_dereg_mr(a);
+	/* The charge is given back: 192 KiB fits now. */
+	b = ibv_reg_mr(pd, mem + (512 << 10), 192 << 10,
+		       IBV_ACCESS_LOCAL_WRITE);
+	if (!b) {
+		printf("# 192 KiB after dereg: %s\n", strerror(errno));
+		bad++;
+	}
+	return bad ? 1 : 0;
+}
+
+static void test_memlock(void)
+{
+	int st;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		_exit(memlock_child());
+	waitpid(pid, &st, 0);
+	fz_result(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "reg_mr by a non-root process is held to RLIMIT_MEMLOCK");
+}
+
+/* create_qp with @cap must fail with EINVAL (or ENOMEM). */
+static int qp_refused(struct ibv_cq *cq, struct ibv_qp_cap cap, const char *what)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq, .recv_cq = cq, .cap = cap,
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &qa);
+
+	if (qp) {
+		printf("# %s: created\n", what);
+		ibv_destroy_qp(qp);
+		return 0;
+	}
+	if (errno != EINVAL && errno != ENOMEM) {
+		printf("# %s: %s\n", what, strerror(errno));
+		return 0;
+	}
+	return 1;
+}
+
+static void test_sizes(void)
+{
+	struct ibv_qp_cap ok = { 16, 16, 1, 1, 0 }, cap;
+	struct ibv_cq *cq, *big;
+	struct ibv_mr *mr;
+	int good;
+
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!cq) {
+		fz_result(0, "a CQ: %s", strerror(errno));
+		return;
+	}
+	cap = ok;
+	cap.max_send_wr = attr.max_qp_wr + 1;
+	good = qp_refused(cq, cap, "max_send_wr past max_qp_wr");
+	cap = ok;
+	cap.max_recv_wr = attr.max_qp_wr + 1;
+	good &= qp_refused(cq, cap, "max_recv_wr past max_qp_wr");
+	cap = ok;
+	cap.max_send_sge = attr.max_sge + 1;
+	good &= qp_refused(cq, cap, "max_send_sge past max_sge");
+	cap = ok;
+	cap.max_recv_sge = attr.max_sge + 1;
+	good &= qp_refused(cq, cap, "max_recv_sge past max_sge");
+	cap = ok;
+	cap.max_inline_data = 1 << 20;
+	good &= qp_refused(cq, cap, "max_inline_data of 1 MiB");
+	fz_result(good, "QP sizes past max_qp_wr, max_sge, the inline limit refused");
+
+	big = ibv_create_cq(ctx, attr.max_cqe + 1, NULL, NULL, 0);
+	fz_result(!big && errno == EINVAL, "a CQ of max_cqe + 1 refused (%s)",
+		  big ? "created" : strerror(errno));
+	if (big)
+		ibv_destroy_cq(big);
+	big = ibv_create_cq(ctx, attr.max_cqe, NULL, NULL, 0);
+	fz_result(!!big, "a CQ of max_cqe (%d) created", attr.max_cqe);
+	if (big)
+		ibv_destroy_cq(big);
+
+	/* Refused before anything is pinned: no memory needed. */
+	mr = ibv_reg_mr(pd, (void *)0x10000, attr.max_mr_size + 1,
+			IBV_ACCESS_LOCAL_WRITE);
+	fz_result(!mr && errno == EINVAL,
+		  "reg_mr of max_mr_size + 1 bytes refused (%s)",
+		  mr ? "registered" : strerror(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+}
+
+/*
+ * Create objects with @create until it fails; exactly @max must have been
+ * created, the error must be ENOMEM (or EINVAL), and after destroying one
+ * another can be created.
+ */
+static void test_count(const char *what, int max, void *(*create)(void),
+		       void (*destroy)(void *))
+{
+	void **objs = calloc(max + 1, sizeof(*objs));
+	double start = fz_now();
+	int n = 0, err = 0, again;
+
+	while (n <= max) {
+		objs[n] = create();
+		if (!objs[n]) {
+			err = errno;
+			break;
+		}
+		n++;
+	}
+	again = 0;
+	if (n > 0) {
+		destroy(objs[--n]);
+		objs[n] = create();
+		if (objs[n])
+			again = 1, n++;
+	}
+	fz_result(n == max && (err == ENOMEM || err == EINVAL) && again,
+		  "%s: %d created of max %d, then %s; one more after one is gone: %s (%.1f s)",
+		  what, n, max, err ? strerror(err) : "no error", again ?
+		  "yes" : "no", fz_now() - start);
+	while (n > 0)
+		destroy(objs[--n]);
+	free(objs);
+}
+
+static void *mk_cq(void)
+{
+	return ibv_create_cq(ctx, 1, NULL, NULL, 0);
+}
+
+static void rm_cq(void *p)
+{
+	ibv_destroy_cq(p);
+}
+
+static void *mk_pd(void)
+{
+	return ibv_alloc_pd(ctx);
+}
+
+static void rm_pd(void *p)
+{
+	ibv_dealloc_pd(p);
+}
+
+static void *mk_srq(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1, .max_sge = 1 } };
+
+	return ibv_create_srq(pd, &sa);
+}
+
+static void rm_srq(void *p)
+{
+	ibv_destroy_srq(p);
+}
+
+static struct ibv_cq *qp_cq;
+static struct ibv_srq *qp_srq;
+
+static void *mk_qp(void)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = qp_cq, .recv_cq = qp_cq, .srq = qp_srq,
+		.cap = { .max_send_wr = 1, .max_send_sge = 1 },
+		.qp_type = IBV_QPT_UD,
+	};
+
+	return ibv_create_qp(pd, &qa);
+}
+
+static void rm_qp(void *p)
+{
+	ibv_destroy_qp(p);
+}
+
+/* Keys: the slot of a deregistered MR comes back with another key byte. */
+static void test_keys(void)
+{
+	static uint8_t buf[4096];
+	uint32_t seen[512];
+	int i, j, dup = 0;
+
+	for (i = 0; i < 512; i++) {
+		struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf),
+					       IBV_ACCESS_LOCAL_WRITE |
+					       IBV_ACCESS_REMOTE_WRITE);
+
+		if (!mr) {
+			fz_result(0, "reg_mr: %s", strerror(errno));
+			return;
+		}
+		seen[i] = mr->rkey;
+		ibv_dereg_mr(mr);
+		/* Only the last 255: an 8-bit key byte wraps after 256. */
+		for (j = i > 255 ? i - 255 : 0; j < i; j++)
+			dup += seen[j] == seen[i];
+	}
+	fz_result(!dup, "512 registrations of one buffer, each with a new rkey (%d repeated)",
+		  dup);
+}
+
+/*
+ * A ring is zero when first mapped; another context cannot map it.  The
+ * CQ ring's mmap offset is the provider's: mapping it again through a
+ * second context of the same device must fail.
+ */
+static void test_rings(const char *dev)
+{
+	struct ibv_context *other = fz_open(dev);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct vrdma_uring *r;
+	const uint8_t *p;
+	size_t i, nz = 0;
+	void *m;
+
+	if (!other || !cq) {
+		fz_result(0, "a second context and a CQ: %s", strerror(errno));
+		return;
+	}
+	r = &to_vcq(cq)->ring;
+	p = (const uint8_t *)r->hdr;
+	for (i = 0; i < r->map_size; i++)
+		nz += p[i] != 0;
+	fz_result(!nz, "a new CQ ring is all zeros (%zu bytes not)", nz);
+
+	/*
+	 * The provider does not keep the offset; try every offset a ring of
+	 * ctx can have (ib_core hands out small page numbers).
+	 */
+	for (i = 0; i < 64; i++) {
+		m = mmap(NULL, r->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 other->cmd_fd, i * 4096);
+		if (m != MAP_FAILED) {
+			munmap(m, r->map_size);
+			break;
+		}
+	}
+	fz_result(i == 64, "no offset maps a ring through a context that does not own it");
+	ibv_destroy_cq(cq);
+	ibv_close_device(other);
+}
+
+/* A flushed receive's CQE, as the kernel wrote it into the ring. */
+static void test_cqe_bytes(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	static uint8_t buf[64];
+	struct ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf),
+				       IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)buf, sizeof(buf), 0 };
+	struct ibv_recv_wr wr = { .wr_id = 0x1234, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+	const struct vrdma_cqe *cqe;
+	struct vrdma_uring *r;
+	struct ibv_qp *qp;
+	double end;
+
+	qa.send_cq = qa.recv_cq = cq;
+	qp = cq && mr ? ibv_create_qp(pd, &qa) : NULL;
+	if (!qp || ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				 IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+		fz_result(0, "a QP in INIT: %s", strerror(errno));
+		return;
+	}
+	sge.lkey = mr->lkey;
+	ibv_post_recv(qp, &wr, &bad);
+	a.qp_state = IBV_QPS_ERR;
+	ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	r = &to_vcq(cq)->ring;
+	end = fz_now() + 10;
+	while (!__atomic_load_n(&r->hdr->prod, __ATOMIC_ACQUIRE) &&
+	       fz_now() < end)
+		usleep(1000);
+	cqe = vrdma_uring_entry(r, 0);
+	fz_result(r->hdr->prod == 1 && cqe->wr_id == 0x1234 &&
+		  cqe->status == IBV_WC_WR_FLUSH_ERR && !cqe->byte_len &&
+		  !cqe->wc_flags && !cqe->ex.imm_data && !cqe->src_qp &&
+		  !cqe->network_hdr_type && !cqe->reserved,
+		  "a flushed receive's CQE: no stray bytes (prod %u status %u byte_len %u wc_flags %#x ex %#x src_qp %#x hdr %u reserved %u)",
+		  r->hdr->prod, cqe->status, cqe->byte_len, cqe->wc_flags,
+		  cqe->ex.invalidate_rkey, cqe->src_qp,
+		  cqe->network_hdr_type, cqe->reserved);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	ibv_dereg_mr(mr);
+}
+
+/*
+ * Three SENDs to a QP that never answers are taken by the kernel; then the
+ * producer index goes back to 1 and the doorbell rings: the QP must go to
+ * error, promptly.
+ */
+static void test_sq_prod_back(const char *dev)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 8, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND }, *bad;
+	struct ibv_port_attr port;
+	struct vrdma_uring *r;
+	union ibv_gid gid;
+	struct ibv_qp *qp;
+	int i, gi = fz_find_gid(dev);
+	double t;
+
+	qa.send_cq = qa.recv_cq = cq;
+	qp = cq ? ibv_create_qp(pd, &qa) : NULL;
+	if (!qp || gi < 0 || ibv_query_gid(ctx, 1, gi, &gid) ||
+	    ibv_query_port(ctx, 1, &port) ||
+	    fz_connect(qp, gi, port.active_mtu, 0xfffff0, &gid, 0, 0, 20, 7)) {
+		fz_result(0, "an RC QP in RTS: %s", strerror(errno));
+		return;
+	}
+	for (i = 0; i < 3; i++)
+		ibv_post_send(qp, &wr, &bad);
+	r = &to_vqp(qp)->sq.ring;
+	vrdma_store_release(&r->hdr->prod, r->head - 2);
+	t = fz_now();
+	ibv_cmd_post_send(qp, NULL, &bad);
+	t = fz_now() - t;
+	fz_result(t < 5 && fz_qp_state(qp) == IBV_QPS_ERR,
+		  "an SQ producer index moved back: the QP in error (%.2f s)",
+		  t);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1, .max_sge = 1 } };
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("TAP version 13\n");
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DEV\n", argv[0]);
+		return 2;
+	}
+	ctx = fz_open(argv[1]);
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	if (!pd || ibv_query_device(ctx, &attr)) {
+		printf("Bail out! cannot open %s\n", argv[1]);
+		return 1;
+	}
+	test_memlock();
+	test_sizes();
+	test_keys();
+	test_rings(argv[1]);
+	test_cqe_bytes();
+	test_sq_prod_back(argv[1]);
+	test_count("max_srq", attr.max_srq, mk_srq, rm_srq);
+	/* Tens of thousands of objects: the long run only (make fuzz). */
+	if (getenv("VRDMA_LIMITS_ALL")) {
+		test_count("max_cq", attr.max_cq, mk_cq, rm_cq);
+		test_count("max_pd", attr.max_pd - 1, mk_pd, rm_pd);
+		qp_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+		qp_srq = ibv_create_srq(pd, &sa);
+		if (qp_cq && qp_srq)
+			test_count("max_qp", attr.max_qp, mk_qp, rm_qp);
+	}
+	printf("1..%d\n", fz_tap_n);
+	return fz_tap_failed ? 1 : 0;
+}

@@ -33,7 +33,8 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 				 IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_CHANGE_PHY_PORT |
 				 IB_DEVICE_MEM_WINDOW |
-				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
+				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
+				 IB_DEVICE_MEM_MGT_EXTENSIONS;
 	attr->max_send_sge = VRDMA_MAX_SGE;
 	attr->max_recv_sge = VRDMA_MAX_SGE;
 	attr->max_sge_rd = VRDMA_MAX_SGE;
@@ -107,6 +108,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = VRDMA_UVERBS_ABI_VERSION,
 
+	.alloc_mr = vrdma_alloc_mr,
 	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
 	.alloc_ucontext = vrdma_alloc_ucontext,
@@ -129,6 +131,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.get_dma_mr = vrdma_get_dma_mr,
 	.get_link_layer = vrdma_get_link_layer,
 	.get_port_immutable = vrdma_get_port_immutable,
+	.map_mr_sg = vrdma_map_mr_sg,
 	.mmap = vrdma_mmap,
 	.mmap_free = vrdma_mmap_free,
 	.modify_qp = vrdma_modify_qp,

@@ -57,8 +57,11 @@ static bool vrdma_kwr_opcode(enum ib_wr_opcode op, u8 *opcode)
 	case IB_WR_LOCAL_INV:
 		*opcode = IB_UVERBS_WR_LOCAL_INV;
 		return true;
+	case IB_WR_REG_MR:
+		*opcode = VRDMA_WR_REG_MR;
+		return true;
 	default:
-		/* IB_WR_REG_MR, BIND_MW (kernel MWs), LSO, masked atomics */
+		/* BIND_MW (kernel MWs), LSO, masked atomics, REG_MR_INTEGRITY */
 		return false;
 	}
 }
@@ -135,6 +138,18 @@ static int vrdma_kwr_to_wqe(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 		wqe->atomic.rkey = atomic_wr(wr)->rkey;
 		break;
 	case IB_WR_LOCAL_INV:
+		return 0;
+	case IB_WR_REG_MR:
+		/*
+		 * The MR's page list is set (ib_map_mr_sg()); its range
+		 * and the key the consumer chose take effect when the
+		 * requester reaches this WQE (frmr.c).
+		 */
+		wqe->reg.mr_lkey = reg_wr(wr)->mr->lkey;
+		wqe->reg.key = reg_wr(wr)->key;
+		wqe->reg.iova = reg_wr(wr)->mr->iova;
+		wqe->reg.length = reg_wr(wr)->mr->length;
+		wqe->reg.access = reg_wr(wr)->access;
 		return 0;
 	default:
 		break;

@@ -20,6 +20,10 @@
  * keeping the keys; a new translation (address range) is a new MR with new
  * keys, which ib_core puts in the place of the old one before it
  * deregisters that.
+ *
+ * Kernel consumers also have fast-registration MRs (frmr.c): their key
+ * opens memory only between a REG_MR work request and its invalidation,
+ * so every lookup checks the MR's state along with its key.
  */
 #include <linux/highmem.h>
 #include <linux/overflow.h>
@@ -33,8 +37,14 @@
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 			 IB_ACCESS_MW_BIND | IB_ACCESS_RELAXED_ORDERING)
 
-/* Give @mr a table index and a key whose byte differs from the last one. */
-static int vrdma_mr_alloc_key(struct vrdma_dev *vdev, struct vrdma_mr *mr)
+/**
+ * vrdma_mr_alloc_key() - give @mr a table index and a fresh key byte
+ * @vdev: the device
+ * @mr: the new MR, complete but for its keys; published here
+ *
+ * Return: 0, -ENOMEM past max_mr.
+ */
+int vrdma_mr_alloc_key(struct vrdma_dev *vdev, struct vrdma_mr *mr)
 {
 	u32 index;
 	u8 byte;
@@ -49,6 +59,9 @@ static int vrdma_mr_alloc_key(struct vrdma_dev *vdev, struct vrdma_mr *mr)
 	byte = ++vdev->mr_key_byte[index];
 	mr->ibmr.lkey = (index << 8) | byte;
 	mr->ibmr.rkey = mr->ibmr.lkey;
+	mr->key = mr->ibmr.lkey;
+	if (!mr->fast_reg)
+		mr->state = VRDMA_MR_VALID;
 	refcount_set(&mr->refs, 1);
 	init_completion(&mr->done);
 	/* Publish only now: a lookup must see a complete MR. */
@@ -272,11 +285,14 @@ int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	/* -1: no bind takes it from now on (or a rereg took it already). */
 	if (atomic_cmpxchg(&mr->num_mw, 0, -1) > 0)
 		return -EBUSY;
+	/* A REG_MR may have moved the key byte on: start after it. */
+	vdev->mr_key_byte[VRDMA_KEY_INDEX(mr->key)] = VRDMA_KEY_BYTE(mr->key);
 	xa_erase(&vdev->mr_xa, VRDMA_KEY_INDEX(mr->ibmr.lkey));
 	vrdma_mr_put(mr);
 	wait_for_completion(&mr->done);
 
 	kvfree(mr->pages);
+	kfree(mr->fr_pages);
 	if (mr->umem)
 		ib_umem_release(mr->umem);
 	kfree_rcu(mr, rcu);
@@ -290,7 +306,7 @@ int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  *
  * Context: any.
  * Return: the MR with a reference held (vrdma_mr_put()), or NULL if no
- * live MR has exactly this key.  Access rights are not checked here.
+ * live, valid MR has exactly this key.  Access rights are not checked here.
  */
 struct vrdma_mr *vrdma_mr_get(struct vrdma_dev *vdev, u32 key)
 {
@@ -298,7 +314,10 @@ struct vrdma_mr *vrdma_mr_get(struct vrdma_dev *vdev, u32 key)
 
 	rcu_read_lock();
 	mr = xa_load(&vdev->mr_xa, VRDMA_KEY_INDEX(key));
-	if (mr && (mr->ibmr.lkey != key || !refcount_inc_not_zero(&mr->refs)))
+	/* Pairs with REG_MR's store-release: the key and range are set. */
+	if (mr && (smp_load_acquire(&mr->state) != VRDMA_MR_VALID ||
+		   READ_ONCE(mr->key) != key ||
+		   !refcount_inc_not_zero(&mr->refs)))
 		mr = NULL;
 	rcu_read_unlock();
 	return mr;
@@ -406,7 +425,8 @@ static void *vrdma_mr_dma_ptr(u64 iova, u32 length)
  * @length: bytes
  * @to_mr: copy from @buf into the MR (else from the MR into @buf)
  *
- * Return: 0, or -EFAULT for a DMA MR address that is not kernel memory.
+ * Return: 0, or -EFAULT for a DMA MR address that is not kernel memory
+ * or a fast-reg MR address beyond its page list.
  */
 int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 		  bool to_mr)
@@ -423,6 +443,19 @@ int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 			memcpy(kaddr, buf, length);
 		else
 			memcpy(buf, kaddr, length);
+		return 0;
+	}
+	if (mr->fast_reg) {
+		for (; length; iova += chunk, buf += chunk, length -= chunk) {
+			kaddr = vrdma_frmr_ptr(mr, iova, &chunk);
+			if (!kaddr)
+				return -EFAULT;
+			chunk = min(chunk, length);
+			if (to_mr)
+				memcpy(kaddr, buf, chunk);
+			else
+				memcpy(buf, kaddr, chunk);
+		}
 		return 0;
 	}
 
@@ -465,6 +498,18 @@ int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
 		if (!kaddr)
 			return -EFAULT;
 		return skb_copy_bits(skb, offset, kaddr, length);
+	}
+	if (mr->fast_reg) {
+		for (; length; iova += chunk, offset += chunk, length -= chunk) {
+			kaddr = vrdma_frmr_ptr(mr, iova, &chunk);
+			if (!kaddr)
+				return -EFAULT;
+			chunk = min(chunk, length);
+			ret = skb_copy_bits(skb, offset, kaddr, chunk);
+			if (ret)
+				return ret;
+		}
+		return 0;
 	}
 
 	while (length) {
@@ -515,6 +560,12 @@ int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
 
 	if (mr->dma) {
 		word = vrdma_mr_dma_ptr(iova, sizeof(*word));
+		if (!word)
+			return -EFAULT;
+	} else if (mr->fast_reg) {
+		unsigned int chunk;
+
+		word = vrdma_frmr_ptr(mr, iova, &chunk);
 		if (!word)
 			return -EFAULT;
 	} else {

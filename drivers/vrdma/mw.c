@@ -146,7 +146,7 @@ static bool vrdma_mw_mr_ok(struct vrdma_mr *mr, struct vrdma_pd *pd, u32 lkey,
 
 	if (access & (IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_ATOMIC))
 		need |= IB_ACCESS_LOCAL_WRITE;
-	return !mr->dma && !vrdma_mr_check(mr, pd, lkey, addr, len, need);
+	return !mr->dma && !mr->fast_reg && !vrdma_mr_check(mr, pd, lkey, addr, len, need);
 }
 
 /**

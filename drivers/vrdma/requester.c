@@ -18,7 +18,7 @@
  * so at most max_rd_atomic of them are; the next one waits for the oldest
  * to complete.
  *
- * Local operations (BIND_MW, LOCAL_INV: mw.c) send nothing: they run when
+ * Local operations (BIND_MW, LOCAL_INV: mw.c; REG_MR: frmr.c) send nothing: they run when
  * the requester reaches them, in SQ order, and complete in order too.
  *
  * UC sends the same packets (in the UC opcode range) but nobody
@@ -46,6 +46,8 @@ static u8 vrdma_wc_opcode(u8 wr_opcode)
 		return IB_WC_LOCAL_INV;
 	case IB_UVERBS_WR_BIND_MW:
 		return IB_WC_BIND_MW;
+	case VRDMA_WR_REG_MR:
+		return IB_WC_REG_MR;
 	default:
 		return IB_WC_SEND;
 	}
@@ -142,11 +144,12 @@ void vrdma_flush_sq(struct vrdma_qp *qp)
 	qp->req.rd_atomic = 0;
 }
 
-/* BIND_MW and LOCAL_INV: executed here, nothing is sent. */
+/* BIND_MW, LOCAL_INV and REG_MR: executed here, nothing is sent. */
 static bool vrdma_wqe_local(const struct vrdma_send_wqe *wqe)
 {
 	return wqe->opcode == IB_UVERBS_WR_BIND_MW ||
-	       wqe->opcode == IB_UVERBS_WR_LOCAL_INV;
+	       wqe->opcode == IB_UVERBS_WR_LOCAL_INV ||
+	       wqe->opcode == VRDMA_WR_REG_MR;
 }
 
 /*
@@ -163,6 +166,7 @@ static bool vrdma_op_on_qp_type(enum ib_qp_type type, u8 opcode)
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 	case IB_UVERBS_WR_BIND_MW:
 	case IB_UVERBS_WR_LOCAL_INV:
+	case VRDMA_WR_REG_MR:
 		return type == IB_QPT_RC || type == IB_QPT_UC;
 	default:
 		return type == IB_QPT_RC;
@@ -199,6 +203,11 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		break;
 	case IB_UVERBS_WR_LOCAL_INV:
 	case IB_UVERBS_WR_BIND_MW:
+		break;
+	case VRDMA_WR_REG_MR:
+		/* Kernel consumers only (frmr.c). */
+		if (qp->ibqp.uobject)
+			return IB_WC_LOC_QP_OP_ERR;
 		break;
 	default:
 		return IB_WC_LOC_QP_OP_ERR;
@@ -562,8 +571,10 @@ static bool vrdma_exec_local(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	if (swqe->state == VRDMA_SWQE_NEW) {
 		if (wqe->opcode == IB_UVERBS_WR_BIND_MW)
 			swqe->status = vrdma_mw_bind(qp, wqe);
-		else if (vrdma_mw_invalidate(qp, wqe->ex.invalidate_rkey,
-					     false))
+		else if (wqe->opcode == VRDMA_WR_REG_MR)
+			swqe->status = vrdma_frmr_reg(qp, wqe);
+		else if (vrdma_invalidate_key(qp, wqe->ex.invalidate_rkey,
+					      false))
 			swqe->status = IB_WC_LOC_QP_OP_ERR;
 		swqe->first_psn = vrdma_psn_add(qp->req.psn, -1);
 		swqe->last_psn = swqe->first_psn;

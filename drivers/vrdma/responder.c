@@ -380,7 +380,7 @@ static bool vrdma_exec_send(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (pkt->mask & VRDMA_OPF_IETH) {
 		struct vrdma_ieth *ieth = vrdma_ext(skb, VRDMA_OPF_IETH);
 
-		if (vrdma_mw_invalidate(qp, be32_to_cpu(ieth->rkey), true)) {
+		if (vrdma_invalidate_key(qp, be32_to_cpu(ieth->rkey), true)) {
 			vrdma_complete_rwqe(qp, skb, IB_WC_REM_INV_REQ_ERR,
 					    rw->offset);
 			return false;

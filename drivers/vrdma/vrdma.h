@@ -13,6 +13,7 @@
  *   pd.c        protection domains
  *   mr.c        memory regions: pinning, keys, and every access to MR memory
  *   mw.c        memory windows: binding, invalidation, their rkeys
+ *   frmr.c      fast-registration MRs of kernel consumers: REG_MR, LOCAL_INV
  *   queue.c     the shared rings (SQ, RQ, SRQ, CQ) and their index checks
  *   cq.c        completion queues: writing CQEs, notification
  *   qp.c        queue pairs: creation, the state machine, the QP's task
@@ -268,9 +269,15 @@ struct vrdma_queue {
 	u32 kidx;
 };
 
+/* struct vrdma_mr.state: only a valid MR's key opens memory. */
+enum vrdma_mr_state {
+	VRDMA_MR_FREE,		/* fast-reg MR not registered, or invalidated */
+	VRDMA_MR_VALID,
+};
+
 /**
  * struct vrdma_mr - a memory region (or the DMA MR of a kernel consumer)
- * @ibmr: ib_core's part; ibmr.lkey == ibmr.rkey is our key
+ * @ibmr: ib_core's part; ibmr.lkey == ibmr.rkey is our key when created
  * @pd: the owning PD; a key is only valid on QPs of this PD
  * @umem: the pinned user pages (user MRs)
  * @pages: one entry per PAGE_SIZE page covering [iova, iova + length),
@@ -281,6 +288,15 @@ struct vrdma_queue {
  * @length: bytes
  * @access: IB_ACCESS_* flags granted
  * @dma: a DMA MR: addresses are kernel virtual addresses, any length
+ * @fast_reg: a fast-registration MR (frmr.c): @fr_pages translates
+ * @state: enum vrdma_mr_state; user and DMA MRs are always valid
+ * @key: the key that opens it now (a fast-reg MR's changes with each
+ *	REG_MR; the consumer edits ibmr's copies itself)
+ * @fr_pages: fast-reg: kernel virtual address of each page of
+ *	1 << @fr_page_shift bytes, set by map_mr_sg
+ * @fr_max: fast-reg: entries allocated in @fr_pages (max_num_sg)
+ * @fr_npages: fast-reg: entries set by the last map_mr_sg
+ * @fr_page_shift: fast-reg: log2 of ibmr.page_size at map_mr_sg
  * @num_mw: memory windows bound to it; -1 while dereg or rereg owns it, so
  *	that no bind can take it meanwhile
  * @refs: users; the MR is freed after the last one
@@ -298,6 +314,13 @@ struct vrdma_mr {
 	u64 length;
 	int access;
 	bool dma;
+	bool fast_reg;
+	u8 state;
+	u32 key;
+	u64 *fr_pages;
+	u32 fr_max;
+	u32 fr_npages;
+	u32 fr_page_shift;
 	atomic_t num_mw;
 	refcount_t refs;
 	struct completion done;
@@ -791,6 +814,7 @@ int vrdma_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
 struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
+int vrdma_mr_alloc_key(struct vrdma_dev *vdev, struct vrdma_mr *mr);
 int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
@@ -830,6 +854,15 @@ u8 vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe);
 int vrdma_mw_invalidate(struct vrdma_qp *qp, u32 rkey, bool remote);
 int vrdma_mw_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 		      int access, struct vrdma_mr **mrp);
+
+/* frmr.c */
+struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
+u8 vrdma_frmr_reg(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe);
+int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote);
+void *vrdma_frmr_ptr(struct vrdma_mr *mr, u64 iova, u32 *chunk);
 
 /* queue.c */
 int vrdma_queue_init(struct vrdma_queue *q, struct vrdma_ucontext *uc,

@@ -39,6 +39,8 @@
 
 #include "rc_lib.h"
 #include "rc_suite.h"
+/* The provider's own header: user_reg_mr writes into the SQ ring. */
+#include "vrdma.h"
 
 #define MW_BUF		(64 * 1024)
 /* B's MR: no remote rights of its own, windows grant them. */
@@ -955,6 +957,59 @@ TEST_F_TIMEOUT(mw, local_inv_errors, 120)
 	/* The type 1 window still works. */
 	new_pair(_metadata, self);
 	rw_ok(_metadata, e, WIN_OFF, 100, k1, 900, "type 1 after all that");
+}
+
+/*
+ * A REG_MR WQE (VRDMA_WR_REG_MR: kernel consumers' fast registration)
+ * written straight into a user QP's SQ ring, naming a user MR of its PD
+ * and a new key for it: it completes with LOC_QP_OP_ERR, the QP goes to
+ * ERR, and the MR keeps its key (user PDs never own fast-reg MRs).
+ */
+TEST_F(mw, user_reg_mr)
+{
+	struct rc_env *e = &self->e;
+	struct ibv_send_wr wr = {
+		.wr_id = 2, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	struct vrdma_send_wqe *w;
+	struct vrdma_uring *r;
+	uint32_t key;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	env_create(_metadata, self, RC_ACCESS_ALL, MW_BUF);
+	key = (e->bb.mr->lkey & ~0xffu) | ((e->bb.mr->lkey + 1) & 0xff);
+	r = &to_vqp(e->p.b.qp)->sq.ring;
+	w = vrdma_uring_entry(r, r->head);
+	memset(w, 0, r->entry_size);
+	w->wr_id = 0x7e9;
+	w->opcode = VRDMA_WR_REG_MR;
+	w->flags = VRDMA_SEND_SIGNALED;
+	w->reg.mr_lkey = e->bb.mr->lkey;
+	w->reg.key = key;
+	w->reg.iova = baddr(e, 0);
+	w->reg.length = 4096;
+	w->reg.access = IBV_ACCESS_LOCAL_WRITE | MW_RW;
+	r->head++;
+	vrdma_uring_publish(r);
+	/* The doorbell: a SEND posted behind it, flushed. */
+	ASSERT_EQ(0, rc_post(&e->p.b, &wr, &bad));
+	rc_expect_wc(_metadata, e->p.b.scq, &(struct rc_wc_exp){
+		.wr_id = 0x7e9, .status = IBV_WC_LOC_QP_OP_ERR,
+		.qp_num = e->p.b.qp->qp_num,
+	}, "REG_MR from user space");
+	rc_expect_wc(_metadata, e->p.b.scq, &(struct rc_wc_exp){
+		.wr_id = 2, .status = IBV_WC_WR_FLUSH_ERR,
+		.qp_num = e->p.b.qp->qp_num,
+	}, "the SEND behind it");
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.b.qp));
+
+	new_pair(_metadata, self);
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, 0, 100, key,
+		 IBV_WC_REM_ACCESS_ERR, 910, "the key REG_MR named");
+	new_pair(_metadata, self);
+	rw_ok(_metadata, e, 0, 100, e->bb.mr->rkey, 911, "the MR's own key");
 }
 
 /*

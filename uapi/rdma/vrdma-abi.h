@@ -77,10 +77,21 @@ enum vrdma_send_flags {
 	VRDMA_SEND_INLINE	= 1 << 3,
 };
 
+/*
+ * vrdma_send_wqe.opcode beyond enum ib_uverbs_wr_opcode: work requests
+ * only kernel consumers post (the value of the kernel's IB_WR_REG_MR).  A
+ * user QP that posts one gets IBV_WC_LOC_QP_OP_ERR: user PDs never hold
+ * fast-registration MRs.
+ */
+enum vrdma_wr_opcode {
+	VRDMA_WR_REG_MR		= 0x20,
+};
+
 /**
  * struct vrdma_send_wqe - one send work request in the SQ ring
  * @wr_id: returned in the CQE
- * @opcode: enum ib_uverbs_wr_opcode (the values of enum ibv_wr_opcode)
+ * @opcode: enum ib_uverbs_wr_opcode (the values of enum ibv_wr_opcode),
+ *	or enum vrdma_wr_opcode
  * @num_sge: entries of @sge in use (not with VRDMA_SEND_INLINE)
  * @flags: enum vrdma_send_flags
  * @ex: immediate data (big endian), or the rkey to invalidate (LOCAL_INV,
@@ -97,6 +108,10 @@ enum vrdma_send_flags {
  *	(enum ib_uverbs_access_flags, the values of enum ibv_access_flags),
  *	and its rkey becomes @bind.new_rkey; @bind.length 0 unbinds a type 1
  *	window
+ * @reg: VRDMA_WR_REG_MR: the fast-registration MR whose lkey has the index
+ *	of @reg.mr_lkey, its page list set by ib_map_mr_sg(), becomes valid
+ *	for [@reg.iova, @reg.iova + @reg.length) with the rights @reg.access
+ *	(enum ib_access_flags) under the key @reg.key (same index)
  * @sge: the gather list; with VRDMA_SEND_INLINE the inline data bytes
  *	occupy this space instead
  *
@@ -142,6 +157,14 @@ struct vrdma_send_wqe {
 			__u32 mr_lkey;
 			__u32 access;
 		} bind;
+		struct {
+			__u32 mr_lkey;
+			__u32 key;
+			__aligned_u64 iova;
+			__aligned_u64 length;
+			__u32 access;
+			__u32 reserved;
+		} reg;
 		__u8 pad[40];
 	};
 	struct vrdma_sge sge[];

@@ -16,6 +16,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "vrdma.h"
+#include "trace.h"
 #include "pkt.h"
 
 static struct workqueue_struct *vrdma_wq;
@@ -107,6 +108,7 @@ void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event)
 	lockdep_assert_held(&qp->mutex);
 
 	if (entering) {
+		trace_vrdma_qp_error(qp, event);
 		qp->state = IB_QPS_ERR;
 		del_timer(&qp->rnr_timer);
 		del_timer(&qp->retrans_timer);
@@ -233,6 +235,7 @@ bool vrdma_take_rwqe(struct vrdma_qp *qp)
 	rw->length = min_t(u64, total, U32_MAX);
 	rw->offset = 0;
 	rw->valid = true;
+	trace_vrdma_rq_wqe(qp);
 	return true;
 }
 
@@ -790,6 +793,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		*bad_wr = wr;
 		return -EINVAL;
 	}
+	trace_vrdma_doorbell(qp);
 	if (!mutex_trylock(&qp->mutex)) {
 		vrdma_qp_schedule(qp);
 		return 0;

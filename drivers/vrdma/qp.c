@@ -493,6 +493,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	vrdma_qp_reset(qp);
 	/* Visible to the receive path only when complete. */
 	xa_store(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
+	vrdma_debugfs_qp_add(qp);
 	return 0;
 
 err_xa:
@@ -738,6 +739,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_dev *vdev = qp->vdev;
 
+	vrdma_debugfs_qp_del(qp);
 	mutex_lock(&qp->mutex);
 	WRITE_ONCE(qp->destroyed, true);
 	mutex_unlock(&qp->mutex);

@@ -10,7 +10,8 @@
 #   make check           install deps, build, lint, every selftest in the VM
 #   make check-long      install deps, build, the long tests (two VMs: rxe interop)
 #   make check-debug     the same on the debug kernel (scripts/build-debug-kernel)
-#   make demo            a vrdma device in the VM, shown with the standard tools
+#   make demo            a vrdma device in the VM, shown with the standard tools,
+#                        ending with one SEND traced step by step (trace-send)
 
 # The newest installed Debian kernel, unless told otherwise (KVER=, KDIR=).
 KVER ?= $(shell ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|.*/vmlinuz-||' | \
@@ -36,6 +37,7 @@ provider:
 
 selftests: all
 	$(MAKE) -C $(SELFTESTS)
+	$(MAKE) -C examples
 	$(MAKE) -C $(PROVIDER) build/ring_test build/fake_kernel_test
 
 install: all
@@ -68,3 +70,4 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C $(PROVIDER) clean
 	$(MAKE) -C $(SELFTESTS) clean
+	$(MAKE) -C examples clean

@@ -22,7 +22,8 @@ check "its debugfs directory" test -d $DBG/vrdmadbg0
 ibv_rc_pingpong -d vrdmadbg0 -g 0 -r 4 -p 18516 >/dev/null 2>&1 &
 pid=$!
 qpfile() { ls $DBG/vrdmadbg0/qp* 2>/dev/null | head -n 1; }
-wait_until 60 test -n "$(qpfile)"
+have_qpfile() { [ -n "$(qpfile)" ]; }
+wait_until 60 have_qpfile
 f=$(qpfile)
 check "a file for the server's QP" test -n "$f"
 out=$(cat "$f" 2>&1)

@@ -104,6 +104,8 @@ void vrdma_debugfs_qp_add(struct vrdma_qp *qp)
 {
 	char name[16];
 
+	/* QP1 is created while the device registers, before it is added. */
+	vrdma_debugfs_dev_add(qp->vdev);
 	snprintf(name, sizeof(name), "qp%u", qp->ibqp.qp_num);
 	qp->debugfs = debugfs_create_file(name, 0400, qp->vdev->debugfs, qp,
 					  &vrdma_qp_fops);
@@ -121,10 +123,15 @@ void vrdma_debugfs_qp_del(struct vrdma_qp *qp)
 	qp->debugfs = NULL;
 }
 
+/**
+ * vrdma_debugfs_dev_add() - the device's directory, if it has none yet
+ * @vdev: a device whose name is set (registering or registered)
+ */
 void vrdma_debugfs_dev_add(struct vrdma_dev *vdev)
 {
-	vdev->debugfs = debugfs_create_dir(dev_name(&vdev->ibdev.dev),
-					   vrdma_debugfs_root);
+	if (!vdev->debugfs)
+		vdev->debugfs = debugfs_create_dir(dev_name(&vdev->ibdev.dev),
+						   vrdma_debugfs_root);
 }
 
 void vrdma_debugfs_dev_del(struct vrdma_dev *vdev)

@@ -21,7 +21,8 @@ check "its debugfs directory" test -d $DBG/vrdmadbg0
 
 ibv_rc_pingpong -d vrdmadbg0 -g 0 -r 4 -p 18516 >/dev/null 2>&1 &
 pid=$!
-qpfile() { ls $DBG/vrdmadbg0/qp* 2>/dev/null | head -n 1; }
+# Not QP1: ib_core's GSI QP has a file too.
+qpfile() { ls -d $DBG/vrdmadbg0/qp* 2>/dev/null | grep -vE '/qp[01]$' | head -n 1; }
 have_qpfile() { [ -n "$(qpfile)" ]; }
 wait_until 60 have_qpfile
 f=$(qpfile)

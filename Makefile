@@ -13,7 +13,8 @@
 #   make fuzz            the fuzzers for FUZZ_SECONDS each (default 270) and
 #                        the full limits test, in the VM; FUZZ_SEED= replays
 #   make fuzz-debug      the same on the debug kernel
-#   make demo            a vrdma device in the VM, shown with the standard tools
+#   make demo            a vrdma device in the VM, shown with the standard tools,
+#                        ending with one SEND traced step by step (trace-send)
 #   make bench           vrdma against rdma_rxe with perftest in one VM boot
 
 # The newest installed Debian kernel, unless told otherwise (KVER=, KDIR=).
@@ -40,6 +41,7 @@ provider:
 
 selftests: all
 	$(MAKE) -C $(SELFTESTS)
+	$(MAKE) -C examples
 	$(MAKE) -C $(PROVIDER) build/ring_test build/fake_kernel_test
 
 install: all
@@ -87,3 +89,4 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C $(PROVIDER) clean
 	$(MAKE) -C $(SELFTESTS) clean
+	$(MAKE) -C examples clean

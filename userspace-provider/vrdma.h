@@ -250,6 +250,7 @@ struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
 int vrdma_resize_cq(struct ibv_cq *cq, int cqe);
 int vrdma_destroy_cq(struct ibv_cq *cq);
 int vrdma_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+void vrdma_trace_poll(struct ibv_cq *ibcq, struct ibv_wc *wc, int n);
 int vrdma_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr);

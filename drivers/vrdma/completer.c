@@ -14,6 +14,7 @@
  */
 #include "vrdma.h"
 #include "pkt.h"
+#include "trace.h"
 
 /* The RNR timer values of the IBA (Table 45), in microseconds. */
 static const u32 vrdma_rnr_usecs[32] = {
@@ -141,6 +142,7 @@ struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
  */
 void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout)
 {
+	trace_vrdma_retry(qp, psn, timeout);
 	if (!timeout && qp->req.rewound && psn == qp->req.rewind_psn) {
 		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
 		return;
@@ -380,6 +382,7 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
 		return;
 	}
 
+	trace_vrdma_comp_pkt(qp, skb);
 	if (pkt->mask & VRDMA_OPF_READ)
 		vrdma_read_response(qp, skb);
 	else if (pkt->opcode == IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE)

@@ -13,6 +13,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "vrdma.h"
+#include "trace.h"
 
 static u32 vrdma_cq_entries(int cqe)
 {
@@ -171,6 +172,7 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	unsigned long irqflags;
 	int ret = 0;
 
+	trace_vrdma_cq_arm(cq, flags);
 	spin_lock_irqsave(&cq->lock, irqflags);
 	/* "Next completion" includes solicited ones: it wins. */
 	if (cq->notify != IB_CQ_NEXT_COMP)
@@ -211,6 +213,7 @@ int vrdma_cq_post(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
 		memcpy(vrdma_queue_slot(&cq->queue, cq->queue.kidx), cqe,
 		       sizeof(*cqe));
 		vrdma_queue_produce(&cq->queue);
+		trace_vrdma_cqe(cq, cqe);
 		if (cq->notify == IB_CQ_NEXT_COMP ||
 		    (cq->notify == IB_CQ_SOLICITED && solicited)) {
 			cq->notify = 0;
@@ -231,6 +234,8 @@ int vrdma_cq_post(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
 			ibcq->event_handler(&ev, ibcq->cq_context);
 		return -ENOSPC;
 	}
+	if (notify)
+		trace_vrdma_cq_notify(cq, solicited ? IB_CQ_SOLICITED : 0);
 	if (notify && ibcq->comp_handler)
 		ibcq->comp_handler(ibcq, ibcq->cq_context);
 	return 0;

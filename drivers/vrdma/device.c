@@ -90,6 +90,7 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 {
 	struct vrdma_dev *vdev = to_vdev(ibdev);
 
+	vrdma_debugfs_dev_del(vdev);
 	vrdma_dev_list_del(vdev);
 	if (vdev->net)
 		vrdma_net_dev_close(vdev);

@@ -125,7 +125,10 @@ int vrdma_dev_register(struct vrdma_dev *vdev, const char *name)
 	if (ret)
 		return ret;
 
-	return ib_register_device(&vdev->ibdev, name, NULL);
+	ret = ib_register_device(&vdev->ibdev, name, NULL);
+	if (!ret)
+		vrdma_debugfs_dev_add(vdev);
+	return ret;
 }
 
 /*
@@ -165,6 +168,7 @@ static int __init vrdma_init(void)
 		return ret;
 	}
 
+	vrdma_debugfs_init();
 	rdma_link_register(&vrdma_link_ops);
 	pr_info("vrdma: loaded, uverbs ABI %d\n", VRDMA_UVERBS_ABI_VERSION);
 	return 0;
@@ -175,6 +179,7 @@ static void __exit vrdma_exit(void)
 	/* Waits for any "rdma link add" in progress; none can start after. */
 	rdma_link_unregister(&vrdma_link_ops);
 	vrdma_unregister_all();
+	vrdma_debugfs_exit();
 	vrdma_net_exit();
 	vrdma_qp_exit();
 	pr_info("vrdma: unloaded\n");

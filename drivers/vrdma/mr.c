@@ -31,6 +31,7 @@
 #include <rdma/ib_umem.h>
 
 #include "vrdma.h"
+#include "trace.h"
 
 /* Access flags we implement; ODP and the like are refused. */
 #define VRDMA_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
@@ -386,6 +387,7 @@ int vrdma_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 	if (!mr)
 		return -EACCES;
 	ret = vrdma_mr_check(mr, qp->pd, rkey, va, length, access);
+	trace_vrdma_key_check(mr, rkey, va, length, access, ret);
 	if (ret) {
 		vrdma_mr_put(mr);
 		return ret;
@@ -671,6 +673,7 @@ static int vrdma_sgl_walk(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 		if (!mr)
 			return -EACCES;
 		ret = vrdma_mr_check(mr, pd, sge[i].lkey, iova, len, access);
+		trace_vrdma_key_check(mr, sge[i].lkey, iova, len, access, ret);
 		if (!ret)
 			ret = fn(mr, iova, len, done, ctx);
 		vrdma_mr_put(mr);

@@ -33,6 +33,7 @@
 #include <rdma/ib_mad.h>
 
 #include "pkt.h"
+#include "trace.h"
 #include "vrdma.h"
 
 /* BTH transport header version: only 0 is defined. */
@@ -272,6 +273,7 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 	pkt->pad = pad;
 	pkt->se = bth->flags & VRDMA_BTH_SE;
 	pkt->ack_req = apsn & VRDMA_BTH_ACKREQ;
+	trace_vrdma_rcv(vdev, skb);
 
 	qp = vrdma_qp_get(vdev, pkt->qpn);
 	if (!qp) {
@@ -760,6 +762,7 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 		err = -EINVAL;
 		goto free;
 	}
+	trace_vrdma_xmit(vdev, skb);
 	headroom = sizeof(struct udphdr) +
 		   (av->ipv6 ? sizeof(struct ipv6hdr) : sizeof(struct iphdr));
 	err = skb_cow_head(skb, headroom);

@@ -16,6 +16,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "vrdma.h"
+#include "trace.h"
 #include "pkt.h"
 
 static struct workqueue_struct *vrdma_wq;
@@ -116,6 +117,7 @@ void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event)
 	lockdep_assert_held(&qp->mutex);
 
 	if (entering) {
+		trace_vrdma_qp_error(qp, event);
 		qp->state = IB_QPS_ERR;
 		del_timer(&qp->rnr_timer);
 		del_timer(&qp->retrans_timer);
@@ -242,6 +244,7 @@ bool vrdma_take_rwqe(struct vrdma_qp *qp)
 	rw->length = min_t(u64, total, U32_MAX);
 	rw->offset = 0;
 	rw->valid = true;
+	trace_vrdma_rq_wqe(qp);
 	return true;
 }
 
@@ -582,6 +585,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	vrdma_qp_reset(qp);
 	/* Visible to the receive path only when complete. */
 	xa_store_irq(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
+	vrdma_debugfs_qp_add(qp);
 	return 0;
 
 err_xa:
@@ -827,6 +831,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_dev *vdev = qp->vdev;
 
+	vrdma_debugfs_qp_del(qp);
 	mutex_lock(&qp->mutex);
 	WRITE_ONCE(qp->destroyed, true);
 	mutex_unlock(&qp->mutex);
@@ -886,6 +891,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		*bad_wr = wr;
 		return -EINVAL;
 	}
+	trace_vrdma_doorbell(qp);
 	if (!mutex_trylock(&qp->mutex)) {
 		vrdma_qp_schedule(qp);
 		return 0;

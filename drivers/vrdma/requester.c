@@ -28,6 +28,7 @@
  */
 #include "vrdma.h"
 #include "pkt.h"
+#include "trace.h"
 
 /* The IB_WC_* opcode of a completed send WQE. */
 static u8 vrdma_wc_opcode(u8 wr_opcode)
@@ -267,6 +268,7 @@ static bool vrdma_fetch_swqes(struct vrdma_qp *qp)
 		swqe->rd_atomic = false;
 		swqe->read_done = 0;
 		swqe->status = vrdma_check_swqe(qp, swqe);
+		trace_vrdma_sq_wqe(qp, qp->req.fetch, swqe);
 		if (swqe->status != IB_WC_SUCCESS)
 			vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
 		qp->req.fetch++;
@@ -488,6 +490,7 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		qp->req.cur++;
 		qp->req.offset = 0;
 	}
+	trace_vrdma_req_pkt(qp, swqe, skb, psn, offset);
 	vrdma_pkt_send(qp->vdev, &qp->av, skb);
 	return 0;
 }

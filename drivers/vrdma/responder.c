@@ -38,6 +38,7 @@
  */
 #include "vrdma.h"
 #include "pkt.h"
+#include "trace.h"
 
 /* Put an ACK (syndrome VRDMA_SYN_ACK) or NAK for @psn on the wire. */
 static void vrdma_xmit_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
@@ -52,6 +53,7 @@ static void vrdma_xmit_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
 	aeth->smsn = cpu_to_be32((u32)syndrome << VRDMA_AETH_SYN_SHIFT |
 				 (qp->resp.msn & VRDMA_AETH_MSN_MASK));
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, psn, false, false);
+	trace_vrdma_ack_xmit(qp, psn, syndrome);
 	if ((syndrome & VRDMA_SYN_TYPE_MASK) == VRDMA_SYN_NAK)
 		vrdma_count(qp->vdev, VRDMA_CNT_NAK_SENT);
 	else if ((syndrome & VRDMA_SYN_TYPE_MASK) == VRDMA_SYN_RNR_NAK)
@@ -528,6 +530,8 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 		return;
 	}
 
+	trace_vrdma_atomic(qp, pkt->opcode, va, be64_to_cpu(atmeth->comp),
+			   be64_to_cpu(atmeth->swap_add), orig);
 	resp->psn = vrdma_psn_add(resp->psn, 1);
 	resp->msn++;
 	res = vrdma_res_new(qp, VRDMA_RES_ATOMIC, pkt->psn);
@@ -819,6 +823,7 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		return;
 	}
 
+	trace_vrdma_resp_pkt(qp, skb, resp->psn);
 	diff = vrdma_psn_diff(pkt->psn, resp->psn);
 	if (diff < 0) {
 		vrdma_duplicate(qp, skb);

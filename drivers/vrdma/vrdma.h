@@ -29,6 +29,8 @@
  *   ud.c        UD datagrams (and QP1, GSI): one packet per message, Q_Key,
  *               GRH
  *   kverbs.c    kernel consumers: post_send/post_recv/poll_cq on the rings
+ *   trace.h     tracepoints at every step of the data path (trace.c)
+ *   debugfs.c   /sys/kernel/debug/vrdma: each QP's rings and WQEs in flight
  *
  * How a SEND travels: the process writes a WQE into the SQ ring and rings
  * the doorbell (vrdma_post_send); the QP's task (qp.c) runs the requester,
@@ -179,6 +181,7 @@ enum vrdma_counter {
  * @ah_next: where the cyclic search for a free AH handle resumes
  * @net: the tunnel sockets of the netdev's namespace (net.c)
  * @counters: enum vrdma_counter
+ * @debugfs: its directory under /sys/kernel/debug/vrdma (debugfs.c)
  */
 struct vrdma_dev {
 	struct ib_device ibdev;
@@ -204,6 +207,7 @@ struct vrdma_dev {
 	u32 ah_next;
 	struct vrdma_net *net;
 	atomic64_t counters[VRDMA_NUM_COUNTERS];
+	struct dentry *debugfs;
 };
 
 static inline void vrdma_count(struct vrdma_dev *vdev, enum vrdma_counter c)
@@ -633,6 +637,7 @@ struct vrdma_resp {
  * @task: runs completer, responder and requester for this QP
  * @refs: lookups from the receive path hold a reference
  * @done: completed when @refs drops to zero
+ * @debugfs: its file, showing the rings (debugfs.c)
  */
 struct vrdma_qp {
 	struct ib_qp ibqp;
@@ -669,6 +674,7 @@ struct vrdma_qp {
 	struct work_struct task;
 	refcount_t refs;
 	struct completion done;
+	struct dentry *debugfs;
 };
 
 /**
@@ -919,6 +925,14 @@ bool vrdma_qp_receives(struct vrdma_qp *qp);
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_take_rwqe(struct vrdma_qp *qp);
+
+/* debugfs.c */
+void vrdma_debugfs_init(void);
+void vrdma_debugfs_exit(void);
+void vrdma_debugfs_dev_add(struct vrdma_dev *vdev);
+void vrdma_debugfs_dev_del(struct vrdma_dev *vdev);
+void vrdma_debugfs_qp_add(struct vrdma_qp *qp);
+void vrdma_debugfs_qp_del(struct vrdma_qp *qp);
 
 /* srq.c */
 int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

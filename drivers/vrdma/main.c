@@ -159,15 +159,22 @@ static int __init vrdma_init(void)
 	ret = vrdma_qp_init();
 	if (ret)
 		return ret;
+	ret = vrdma_parent_init();
+	if (ret)
+		goto err_qp;
 	ret = vrdma_net_init();
-	if (ret) {
-		vrdma_qp_exit();
-		return ret;
-	}
+	if (ret)
+		goto err_parent;
 
 	rdma_link_register(&vrdma_link_ops);
 	pr_info("vrdma: loaded, uverbs ABI %d\n", VRDMA_UVERBS_ABI_VERSION);
 	return 0;
+
+err_parent:
+	vrdma_parent_exit();
+err_qp:
+	vrdma_qp_exit();
+	return ret;
 }
 
 static void __exit vrdma_exit(void)
@@ -176,6 +183,7 @@ static void __exit vrdma_exit(void)
 	rdma_link_unregister(&vrdma_link_ops);
 	vrdma_unregister_all();
 	vrdma_net_exit();
+	vrdma_parent_exit();
 	vrdma_qp_exit();
 	pr_info("vrdma: unloaded\n");
 }

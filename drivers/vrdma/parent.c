@@ -128,14 +128,13 @@ void vrdma_parent_rename(struct vrdma_dev *vdev)
 	ASSERT_RTNL();
 	if (!parent->link[0] || !strcmp(parent->link, parent->ndev->name))
 		return;
-	if (sysfs_rename_link_ns(parent->net, &parent->ndev->dev.kobj,
-				 parent->link, parent->ndev->name, NULL)) {
-		/* The old name must not stay: it may name another netdev. */
-		sysfs_remove_link(parent->net, parent->link);
-		parent->link[0] = '\0';
-		return;
-	}
-	strscpy(parent->link, parent->ndev->name, sizeof(parent->link));
+	/*
+	 * Not sysfs_rename_link_ns(): it looks the old link up in the
+	 * netdev's namespace tag, and net/ here is no tagged directory.
+	 */
+	sysfs_remove_link(parent->net, parent->link);
+	parent->link[0] = '\0';
+	vrdma_parent_link(vdev);
 }
 
 /**

@@ -46,7 +46,12 @@ static int vrdma_res_put(struct sk_buff *msg, const struct vrdma_res_u32 *v,
 	return 0;
 }
 
-/* The producer index user space last published in @q's ring. */
+/*
+ * The producer index user space last published in @q's ring.  ib_core
+ * calls the driver's destroy before it stops reporting the object: a
+ * destroyed CQ's ring is NULL (vrdma_destroy_cq(), under cq->lock), a
+ * destroyed QP's rings are not read (qp->destroyed, under qp->mutex).
+ */
 static u32 vrdma_res_prod(struct vrdma_queue *q)
 {
 	return q->ring ? READ_ONCE(q->ring->prod) : 0;
@@ -70,6 +75,10 @@ static int vrdma_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	unsigned int n = 0;
 
 	mutex_lock(&qp->mutex);
+	if (qp->destroyed) {
+		mutex_unlock(&qp->mutex);
+		return 0;
+	}
 	v[n++] = (struct vrdma_res_u32){ "sq_pi", vrdma_res_prod(&qp->sq) };
 	v[n++] = (struct vrdma_res_u32){ "sq_fetch", qp->req.fetch };
 	v[n++] = (struct vrdma_res_u32){ "sq_ci", qp->sq.kidx };

@@ -55,8 +55,9 @@ def counters(dev):
 
 
 def res(kind, dev):
+    # This process's objects only: ib_core's own (QP1's CQ...) are not.
     return [r for r in rdma_json('res', 'show', kind)
-            if r.get('ifname') == dev]
+            if r.get('ifname') == dev and r.get('pid') == os.getpid()]
 
 
 def drv(entry):

@@ -6,9 +6,32 @@
  *	cat /sys/class/infiniband/vrdma0/ports/1/hw_counters/rcvd_pkts
  *
  * The driver counts with vrdma_count() into vdev->counters; this file only
- * names the counters and copies them out when ib_core asks.
+ * names the counters and copies them out when ib_core asks.  One more,
+ * rcvd_dropped, is computed here: the received packets dropped for any of
+ * the reasons counted one by one.
  */
 #include "vrdma.h"
+
+#define VRDMA_CNT_RCVD_DROPPED	VRDMA_NUM_COUNTERS
+#define VRDMA_NUM_STATS		(VRDMA_NUM_COUNTERS + 1)
+
+/*
+ * The counters of received packets that were not executed: each such
+ * packet is counted in exactly one of them.  A request that found no
+ * receive WQE is either NAKed (RC: rnr_nak_sent) or dropped (UD, and the
+ * first packet of a UC message: no_recv_wqe).
+ */
+static const enum vrdma_counter vrdma_drop_counters[] = {
+	VRDMA_CNT_ICRC_ERR,
+	VRDMA_CNT_MALFORMED,
+	VRDMA_CNT_NO_QP,
+	VRDMA_CNT_SEQ_ERR,
+	VRDMA_CNT_DUP_RESP,
+	VRDMA_CNT_RNR_NAK_SENT,
+	VRDMA_CNT_QKEY_ERR,
+	VRDMA_CNT_NO_RECV_WQE,
+	VRDMA_CNT_ATOMIC_REPLAY_MISS,
+};
 
 static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_SENT_PKTS].name	= "sent_pkts",
@@ -41,10 +64,11 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RNR_RETRY_EXC].name	= "rnr_retry_exceeded",
 	[VRDMA_CNT_ACK_SENT].name	= "acks_sent",
 	[VRDMA_CNT_ACK_COALESCED].name	= "acks_coalesced",
+	[VRDMA_CNT_RCVD_DROPPED].name	= "rcvd_dropped",
 };
 
 /* A counter added to the enum but not named here fails the build. */
-static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_NUM_COUNTERS);
+static_assert(ARRAY_SIZE(vrdma_counter_descs) == VRDMA_NUM_STATS);
 
 static struct rdma_hw_stats *vrdma_alloc_hw_port_stats(struct ib_device *ibdev,
 						       u32 port_num)
@@ -70,6 +94,7 @@ static int vrdma_get_hw_stats(struct ib_device *ibdev,
 			      struct rdma_hw_stats *stats, u32 port, int index)
 {
 	struct vrdma_dev *vdev = to_vdev(ibdev);
+	u64 dropped = 0;
 	int i;
 
 	if (port != VRDMA_PORT)
@@ -77,8 +102,11 @@ static int vrdma_get_hw_stats(struct ib_device *ibdev,
 
 	for (i = 0; i < VRDMA_NUM_COUNTERS; i++)
 		stats->value[i] = atomic64_read(&vdev->counters[i]);
+	for (i = 0; i < ARRAY_SIZE(vrdma_drop_counters); i++)
+		dropped += stats->value[vrdma_drop_counters[i]];
+	stats->value[VRDMA_CNT_RCVD_DROPPED] = dropped;
 
-	return VRDMA_NUM_COUNTERS;
+	return VRDMA_NUM_STATS;
 }
 
 const struct ib_device_ops vrdma_counters_ops = {

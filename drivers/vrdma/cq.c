@@ -93,8 +93,14 @@ err_count:
 int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct vrdma_cq *cq = to_vcq(ibcq);
+	struct vrdma_queue q;
 
-	vrdma_queue_destroy(&cq->queue);
+	/* "rdma res show cq" may still look at it (restrack.c). */
+	spin_lock_irq(&cq->lock);
+	q = cq->queue;
+	cq->queue.ring = NULL;
+	spin_unlock_irq(&cq->lock);
+	vrdma_queue_destroy(&q);
 	atomic_dec(&to_vdev(ibcq->device)->num_cq);
 	return 0;
 }

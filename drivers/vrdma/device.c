@@ -92,6 +92,7 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 
 	vrdma_debugfs_dev_del(vdev);
 	vrdma_dev_list_del(vdev);
+	vrdma_parent_destroy(vdev);
 	if (vdev->net)
 		vrdma_net_dev_close(vdev);
 	WARN_ON(!xa_empty(&vdev->qp_xa) || !xa_empty(&vdev->mr_xa) ||
@@ -203,6 +204,7 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	vrdma_init_attr(vdev);
 	ib_set_device_ops(ibdev, &vrdma_dev_ops);
 	ib_set_device_ops(ibdev, &vrdma_counters_ops);
+	ib_set_device_ops(ibdev, &vrdma_restrack_ops);
 	/*
 	 * Commands beyond ib_core's default set: the doorbells (an empty
 	 * POST_SEND, and POST_RECV in the error state) and arming a CQ.
@@ -210,6 +212,10 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	ibdev->uverbs_cmd_mask |= BIT_ULL(IB_USER_VERBS_CMD_POST_SEND) |
 				  BIT_ULL(IB_USER_VERBS_CMD_POST_RECV) |
 				  BIT_ULL(IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+
+	ret = vrdma_parent_create(vdev);
+	if (ret)
+		goto err_dealloc;
 
 	/* The RoCEv2 UDP port of the netdev's namespace. */
 	ret = vrdma_net_dev_open(vdev);
@@ -230,10 +236,12 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	 * the notifier could see us: then nobody else will remove the device.
 	 */
 	rtnl_lock();
-	if (ndev->reg_state != NETREG_REGISTERED)
+	if (ndev->reg_state != NETREG_REGISTERED) {
 		ib_unregister_device_queued(ibdev);
-	else
+	} else {
+		vrdma_parent_link(vdev);
 		vrdma_port_update(vdev);
+	}
 	rtnl_unlock();
 
 	dev_info(&ibdev->dev, "vrdma device on %s\n", netdev_name(ndev));

@@ -162,16 +162,23 @@ static int __init vrdma_init(void)
 	ret = vrdma_qp_init();
 	if (ret)
 		return ret;
+	ret = vrdma_parent_init();
+	if (ret)
+		goto err_qp;
 	ret = vrdma_net_init();
-	if (ret) {
-		vrdma_qp_exit();
-		return ret;
-	}
+	if (ret)
+		goto err_parent;
 
 	vrdma_debugfs_init();
 	rdma_link_register(&vrdma_link_ops);
 	pr_info("vrdma: loaded, uverbs ABI %d\n", VRDMA_UVERBS_ABI_VERSION);
 	return 0;
+
+err_parent:
+	vrdma_parent_exit();
+err_qp:
+	vrdma_qp_exit();
+	return ret;
 }
 
 static void __exit vrdma_exit(void)
@@ -181,6 +188,7 @@ static void __exit vrdma_exit(void)
 	vrdma_unregister_all();
 	vrdma_debugfs_exit();
 	vrdma_net_exit();
+	vrdma_parent_exit();
 	vrdma_qp_exit();
 	pr_info("vrdma: unloaded\n");
 }

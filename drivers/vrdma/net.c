@@ -92,6 +92,9 @@ static int vrdma_netdev_event(struct notifier_block *nb, unsigned long event,
 	case NETDEV_CHANGE:
 		vrdma_port_update(vdev);
 		break;
+	case NETDEV_CHANGENAME:
+		vrdma_parent_rename(vdev);
+		break;
 	default:
 		/* MTU and addresses are read when queried; GIDs are ib_core's. */
 		break;

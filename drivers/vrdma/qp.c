@@ -800,6 +800,9 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_inline_data = qp->max_inline;
 	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.num_entries;
 	attr->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
+	/* The PSNs as they are now ("rdma res show qp" reports them). */
+	attr->sq_psn = qp->req.psn;
+	attr->rq_psn = qp->resp.psn;
 	mutex_unlock(&qp->mutex);
 
 	memset(init, 0, sizeof(*init));

@@ -9,6 +9,7 @@
  *   device.c    the ib_device: capabilities (query_device) and the verbs table
  *   port.c      the single RoCEv2 port: state, MTU, GIDs, P_Keys
  *   net.c       the bound Ethernet netdev: carrier/MTU/unregister events
+ *   parent.c    the parent device whose net/ names the bound netdev
  *   ucontext.c  a process's context and the mmap of shared memory into it
  *   pd.c        protection domains
  *   mr.c        memory regions: pinning, keys, and every access to MR memory
@@ -29,6 +30,8 @@
  *   ud.c        UD datagrams (and QP1, GSI): one packet per message, Q_Key,
  *               GRH
  *   kverbs.c    kernel consumers: post_send/post_recv/poll_cq on the rings
+ *   counters.c  the device's counters (rdma statistic)
+ *   restrack.c  driver details of QPs, CQs, MRs for "rdma res show"
  *   trace.h     tracepoints at every step of the data path (trace.c)
  *   debugfs.c   /sys/kernel/debug/vrdma: each QP's rings and WQEs in flight
  *
@@ -180,6 +183,7 @@ enum vrdma_counter {
  * @qp_next: where the cyclic search for a free QPN resumes
  * @ah_next: where the cyclic search for a free AH handle resumes
  * @net: the tunnel sockets of the netdev's namespace (net.c)
+ * @parent: the parent device, whose net/ names @ndev (parent.c)
  * @counters: enum vrdma_counter
  * @debugfs: its directory under /sys/kernel/debug/vrdma (debugfs.c)
  */
@@ -206,6 +210,7 @@ struct vrdma_dev {
 	u32 qp_next;
 	u32 ah_next;
 	struct vrdma_net *net;
+	struct vrdma_parent *parent;
 	atomic64_t counters[VRDMA_NUM_COUNTERS];
 	struct dentry *debugfs;
 };
@@ -799,8 +804,19 @@ void vrdma_net_exit(void);
 int vrdma_net_dev_open(struct vrdma_dev *vdev);
 void vrdma_net_dev_close(struct vrdma_dev *vdev);
 
+/* parent.c */
+int vrdma_parent_init(void);
+void vrdma_parent_exit(void);
+int vrdma_parent_create(struct vrdma_dev *vdev);
+void vrdma_parent_link(struct vrdma_dev *vdev);
+void vrdma_parent_rename(struct vrdma_dev *vdev);
+void vrdma_parent_destroy(struct vrdma_dev *vdev);
+
 /* counters.c */
 extern const struct ib_device_ops vrdma_counters_ops;
+
+/* restrack.c */
+extern const struct ib_device_ops vrdma_restrack_ops;
 
 /* ucontext.c */
 int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);

@@ -44,6 +44,20 @@ check_fails "a name without the vrdma prefix is refused" \
 	rdma link add myrdma type vrdma netdev vb0
 check "add with another vrdma name" rdma link add vrdma_x type vrdma netdev vb0
 check_eq "custom name kept" "vrdma0 vrdma_x" "$(ib_devices)"
+
+# Tools find a device's netdev in its parent device's net/ directory.
+check_eq "vrdma0/device/net names va0" "va0" \
+	"$(ls /sys/class/infiniband/vrdma0/device/net/)"
+check_eq "vrdma_x/device/net names vb0" "vb0" \
+	"$(ls /sys/class/infiniband/vrdma_x/device/net/)"
+check "the link leads to the netdev" \
+	test /sys/class/infiniband/vrdma0/device/net/va0/ifindex -ef /sys/class/net/va0/ifindex
+check "the netdev renamed: va0 -> vr0" \
+	sh -c 'ip link set va0 down && ip link set va0 name vr0'
+check_eq "device/net follows the rename" "vr0" \
+	"$(ls /sys/class/infiniband/vrdma0/device/net/)"
+ip link set vr0 name va0 && ip link set va0 up
+check_eq "two parent devices" 2 "$(ls /sys/class/vrdma | wc -l)"
 check "delete both" sh -c 'rdma link delete vrdma_x && rdma link delete vrdma0'
 
 # Many add/delete cycles leave nothing behind.
@@ -54,6 +68,7 @@ for i in $(seq 1 20); do
 done
 check_eq "20 add/delete cycles" 0 "$ok"
 check_eq "nothing left after cycles" "" "$(ib_devices)"
+check_eq "no parent device left" "" "$(ls /sys/class/vrdma)"
 
 ip link del va0
 ip link del vb0

@@ -1,0 +1,340 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The checks of res_stats.sh, with pyverbs.
+
+Usage: res_stats.py DEV0 NETDEV0 DEV1 IP1
+
+DEV0 (on NETDEV0) and DEV1 (whose address is IP1, in another network
+namespace) are connected by a veth pair.  RC QPs are connected between
+them and on DEV0 alone, known traffic is run, and after each step the
+driver details of "rdma res show qp|cq|mr -dd" and the counters of
+"rdma statistic show link" are compared with what the traffic must have
+done.  Prints "R <0|1> <description>" per check (0 = pass) and "# ..." for
+information; res_stats.sh turns them into TAP.
+"""
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+import pyverbs.enums as e
+from pyverbs.addr import AHAttr, GlobalRoute
+from pyverbs.cq import CQ
+from pyverbs.device import Context
+from pyverbs.mr import MR
+from pyverbs.pd import PD
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.wr import SGE, RecvWR, SendWR
+
+DEV0, NDEV0, DEV1, IP1 = sys.argv[1:5]
+SLOW = max(1, int(os.environ.get('VRDMA_TEST_SLOW', '1')))
+MSG = 4096             # four packets at path MTU 1024
+PAGES = 8              # MR size in pages
+PKT_BYTES = 20 + 8 + 12 + 1024 + 4  # IPv4 + UDP + BTH + payload + ICRC
+
+
+def result(ok, desc, info=None):
+    print(f'R {0 if ok else 1} {desc}')
+    if not ok and info is not None:
+        print(f'# {info}')
+    sys.stdout.flush()
+
+
+def rdma_json(*args):
+    out = subprocess.run(['rdma', '-j', '-dd'] + list(args),
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out) if out.strip() else []
+
+
+def counters(dev):
+    stats = rdma_json('statistic', 'show', 'link', f'{dev}/1')
+    return {k: v for k, v in stats[0].items() if isinstance(v, int)}
+
+
+def res(kind, dev):
+    # This process's objects only: ib_core's own (QP1's CQ...) are not.
+    return [r for r in rdma_json('res', 'show', kind)
+            if r.get('ifname') == dev and r.get('pid') == os.getpid()]
+
+
+def drv(entry):
+    """The driver attributes of one "rdma -j -dd res show" entry."""
+    d = {}
+    for k, v in entry.items():
+        if isinstance(v, (int, str)):
+            d[k[4:] if k.startswith('drv_') else k] = v
+    return d
+
+
+def qp_entry(dev, qpn):
+    for r in res('qp', dev):
+        if r.get('lqpn') == qpn:
+            return drv(r)
+    return {}
+
+
+def gid_index(dev):
+    """The RoCEv2 IPv4 GID's index."""
+    base = f'/sys/class/infiniband/{dev}/ports/1'
+    for i in range(32):
+        try:
+            with open(f'{base}/gid_attrs/types/{i}') as f:
+                typ = f.read().strip()
+            with open(f'{base}/gids/{i}') as f:
+                gid = f.read().strip()
+        except OSError:
+            continue
+        if typ == 'RoCE v2' and gid.startswith('0000:0000:0000:0000:0000:ffff'):
+            return i
+    raise SystemExit(f'# no RoCE v2 IPv4 GID on {dev}')
+
+
+class Side:
+    def __init__(self, dev, cqe=64):
+        self.ctx = Context(name=dev)
+        self.gidx = gid_index(dev)
+        self.gid = self.ctx.query_gid(1, self.gidx)
+        self.pd = PD(self.ctx)
+        self.mr = MR(self.pd, PAGES * 4096,
+                     e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
+        self.cq = CQ(self.ctx, cqe)
+
+    def qp(self, rcq=None):
+        cap = QPCap(max_send_wr=32, max_recv_wr=32, max_send_sge=1,
+                    max_recv_sge=1)
+        init = QPInitAttr(qp_type=e.IBV_QPT_RC, scq=self.cq,
+                          rcq=rcq or self.cq, cap=cap)
+        return QP(self.pd, init, QPAttr(port_num=1))
+
+
+def connect(qp, side, peer_gid, peer_qpn, sq_psn, rq_psn, timeout):
+    attr = QPAttr(port_num=1)
+    attr.path_mtu = e.IBV_MTU_1024
+    attr.max_dest_rd_atomic = 1
+    attr.max_rd_atomic = 1
+    attr.min_rnr_timer = 1      # 0.01 ms
+    attr.timeout = timeout
+    attr.retry_cnt = 7
+    attr.rnr_retry = 7          # forever
+    attr.dest_qp_num = peer_qpn
+    attr.sq_psn = sq_psn
+    attr.rq_psn = rq_psn
+    attr.ah_attr = AHAttr(port_num=1, is_global=1,
+                          gr=GlobalRoute(dgid=peer_gid,
+                                         sgid_index=side.gidx))
+    qp.to_rts(attr)
+
+
+def post_recvs(qp, side, n):
+    for _ in range(n):
+        qp.post_recv(RecvWR(sg=[SGE(side.mr.buf, MSG, side.mr.lkey)],
+                            num_sge=1))
+
+
+def post_sends(qp, side, n):
+    for _ in range(n):
+        qp.post_send(SendWR(opcode=e.IBV_WR_SEND, num_sge=1,
+                            sg=[SGE(side.mr.buf, MSG, side.mr.lkey)],
+                            send_flags=e.IBV_SEND_SIGNALED))
+
+
+def poll(cq, n, what):
+    deadline = time.time() + 30 * SLOW
+    got = 0
+    while got < n:
+        nc, wcs = cq.poll(n - got)
+        for wc in wcs:
+            if wc.status != e.IBV_WC_SUCCESS:
+                raise SystemExit(f'# {what}: completion status {wc.status}')
+        got += nc
+        if time.time() > deadline:
+            raise SystemExit(f'# {what}: {got} of {n} completions')
+        if not nc:
+            time.sleep(0.01)
+
+
+def delta(after, before, key):
+    return after.get(key, 0) - before.get(key, 0)
+
+
+def check_fields(desc, entry, want):
+    bad = {k: (entry.get(k), v) for k, v in want.items() if entry.get(k) != v}
+    result(not bad, desc, f'field: (shown, expected): {bad}; entry {entry}')
+
+
+def main():
+    a = Side(DEV0)
+    b = Side(DEV1)
+    qa = a.qp()
+    qb = b.qp()
+    # Timeout 18 (1 s): no resend on a loss-free wire, even under TCG.
+    connect(qa, a, b.gid, qb.qp_num, 100, 200, 18)
+    connect(qb, b, a.gid, qa.qp_num, 200, 100, 18)
+
+    # rdma res show: every object listed, driver details before traffic.
+    check_fields(f'{DEV0}: res qp -dd: a fresh RC QP', qp_entry(DEV0, qa.qp_num),
+                 {'state': 'RTS', 'sq-psn': 100, 'rq-psn': 200,
+                  'sq_pi': 0, 'sq_ci': 0, 'sq_fetch': 0, 'rq_pi': 0,
+                  'rq_ci': 0, 'sq_psn': 100, 'una_psn': 100, 'rq_psn': 200,
+                  'msn': 0, 'retry': 0, 'retry_max': 7, 'rnr_retry': 0,
+                  'mtu': 1024})
+    mrs = [drv(r) for r in res('mr', DEV0)]
+    mr = [m for m in mrs if m.get('pid') == os.getpid()]
+    check_fields(f'{DEV0}: res mr -dd: type, length, pinned pages',
+                 mr[0] if mr else {'missing': mrs},
+                 {'mrlen': PAGES * 4096, 'type': 'user',
+                  'length': PAGES * 4096, 'pinned_pages': PAGES,
+                  'bound_mws': 0})
+    pds = res('pd', DEV0)
+    result(len(pds) >= 1, f'{DEV0}: res pd lists the PD', pds)
+    cqs = [drv(r) for r in res('cq', DEV1)]
+    result(len(cqs) == 1 and cqs[0].get('cq_pi') == 0 and
+           cqs[0].get('overflowed') == 0 and cqs[0].get('cq_size', 0) >= 64,
+           f'{DEV1}: res cq -dd: one CQ, empty', cqs)
+
+    # Ten four-packet SENDs from DEV0 to DEV1: exact counts both ways.
+    c0, c1 = counters(DEV0), counters(DEV1)
+    post_recvs(qb, b, 10)
+    post_sends(qa, a, 10)
+    poll(a.cq, 10, 'sends')
+    poll(b.cq, 10, 'receives')
+    time.sleep(0.2)
+    d0, d1 = counters(DEV0), counters(DEV1)
+    print(f'# {DEV0} sent {delta(d0, c0, "sent_pkts")} pkts '
+          f'{delta(d0, c0, "sent_bytes")} bytes, rcvd '
+          f'{delta(d0, c0, "rcvd_pkts")}; retransmits '
+          f'{delta(d0, c0, "retransmits")}')
+    result(delta(d0, c0, 'sent_pkts') == 40 and
+           delta(d1, c1, 'rcvd_pkts') == 40,
+           'counters: 40 request packets sent and received',
+           f'{delta(d0, c0, "sent_pkts")} {delta(d1, c1, "rcvd_pkts")}')
+    result(delta(d0, c0, 'sent_bytes') == 40 * PKT_BYTES and
+           delta(d1, c1, 'rcvd_bytes') == 40 * PKT_BYTES,
+           f'counters: {40 * PKT_BYTES} bytes sent and received',
+           f'{delta(d0, c0, "sent_bytes")} {delta(d1, c1, "rcvd_bytes")}')
+    result(delta(d1, c1, 'sent_pkts') == delta(d0, c0, 'rcvd_pkts') and
+           delta(d1, c1, 'acks_sent') >= 1 and
+           delta(d1, c1, 'sent_pkts') == delta(d1, c1, 'acks_sent'),
+           'counters: the ACKs sent are the packets received back',
+           f'{d1} {c1}')
+    result(all(delta(d0, c0, k) == 0 and delta(d1, c1, k) == 0
+               for k in ('retransmits', 'nak_sent', 'nak_rcvd',
+                         'rcvd_dropped', 'icrc_errors', 'cq_overflows')),
+           'counters: no error counted on a clean wire', f'{d0} {d1}')
+    check_fields(f'{DEV0}: res qp -dd: indices and PSNs after 10 SENDs',
+                 qp_entry(DEV0, qa.qp_num),
+                 {'sq_pi': 10, 'sq_fetch': 10, 'sq_ci': 10, 'sq_psn': 140,
+                  'una_psn': 140, 'sq-psn': 140, 'retry': 0})
+    check_fields(f'{DEV1}: res qp -dd: the receiver\'s RQ, PSN and MSN',
+                 qp_entry(DEV1, qb.qp_num),
+                 {'rq_pi': 10, 'rq_ci': 10, 'rq_psn': 140, 'rq-psn': 140,
+                  'msn': 10})
+    cqs = [drv(r) for r in res('cq', DEV1)]
+    check_fields(f'{DEV1}: res cq -dd: 10 CQEs written and polled',
+                 cqs[0] if cqs else {}, {'cq_pi': 10, 'cq_ci': 10,
+                                         'overflowed': 0})
+
+    # RNR: a SEND with no receive posted is NAKed until one is.
+    c0, c1 = counters(DEV0), counters(DEV1)
+    post_sends(qa, a, 1)
+    deadline = time.time() + 10 * SLOW
+    while counters(DEV0).get('rnr_nak_rcvd', 0) == c0.get('rnr_nak_rcvd', 0):
+        if time.time() > deadline:
+            break
+        time.sleep(0.05)
+    post_recvs(qb, b, 1)
+    poll(a.cq, 1, 'RNR send')
+    poll(b.cq, 1, 'RNR receive')
+    d0, d1 = counters(DEV0), counters(DEV1)
+    result(delta(d1, c1, 'rnr_nak_sent') >= 1 and
+           delta(d0, c0, 'rnr_nak_rcvd') == delta(d1, c1, 'rnr_nak_sent'),
+           'counters: RNR NAKs sent and received',
+           f'{delta(d1, c1, "rnr_nak_sent")} {delta(d0, c0, "rnr_nak_rcvd")}')
+    result(delta(d1, c1, 'rcvd_dropped') >= delta(d1, c1, 'rnr_nak_sent'),
+           'counters: rcvd_dropped counts the requests RNR NAKed',
+           f'{d1} {c1}')
+
+    # Loss on the wire: sequence NAKs and retransmissions repair it.
+    c0, c1 = counters(DEV0), counters(DEV1)
+    subprocess.run(['tc', 'qdisc', 'add', 'dev', NDEV0, 'root', 'netem',
+                    'loss', '10%'], check=True)
+    try:
+        for _ in range(3):
+            post_recvs(qb, b, 20)
+            post_sends(qa, a, 20)
+            poll(a.cq, 20, 'sends under loss')
+            poll(b.cq, 20, 'receives under loss')
+    finally:
+        subprocess.run(['tc', 'qdisc', 'del', 'dev', NDEV0, 'root'])
+    d0, d1 = counters(DEV0), counters(DEV1)
+    for k in ('retransmits', 'nak_rcvd', 'seq_errors', 'nak_sent'):
+        print(f'# under loss: {k} {delta(d0, c0, k)} / {delta(d1, c1, k)}')
+    result(delta(d0, c0, 'retransmits') >= 1,
+           'counters: retransmits under 10% loss', f'{d0} {c0}')
+    result(delta(d1, c1, 'nak_sent') >= 1 and
+           delta(d0, c0, 'nak_rcvd') >= 1 and
+           delta(d0, c0, 'nak_rcvd') <= delta(d1, c1, 'nak_sent'),
+           'counters: sequence NAKs sent and received', f'{d0} {d1}')
+    result(delta(d1, c1, 'seq_errors') >= 1 and
+           delta(d1, c1, 'rcvd_dropped') >= delta(d1, c1, 'seq_errors'),
+           'counters: requests out of sequence dropped', f'{d1} {c1}')
+    result(delta(d0, c0, 'sent_pkts') - delta(d1, c1, 'rcvd_pkts') >= 1,
+           'counters: packets lost on the wire: sent > received',
+           f'{delta(d0, c0, "sent_pkts")} {delta(d1, c1, "rcvd_pkts")}')
+    check_fields(f'{DEV0}: res qp -dd: PSNs after the lossy stream',
+                 qp_entry(DEV0, qa.qp_num),
+                 {'sq_pi': 71, 'sq_ci': 71, 'sq_psn': 140 + 4 + 240,
+                  'sq-psn': 384, 'una_psn': 384, 'retry': 0,
+                  'rnr_retry': 0})
+
+    # Bad packets to DEV1's address: a bad ICRC, a truncated header.
+    c1 = counters(DEV1)
+    bth = struct.pack('>BBHII', 0x04, 0, 0xffff, qb.qp_num, 0)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(bth + b'\0' * 4 + b'\xde\xad\xbe\xef', (IP1, 4791))
+    s.sendto(b'\x04\0\0', (IP1, 4791))
+    s.close()
+    deadline = time.time() + 5 * SLOW
+    while time.time() < deadline:
+        d1 = counters(DEV1)
+        if delta(d1, c1, 'malformed') and delta(d1, c1, 'icrc_errors'):
+            break
+        time.sleep(0.05)
+    result(delta(d1, c1, 'icrc_errors') == 1,
+           'counters: a packet with a bad ICRC', f'{d1} {c1}')
+    result(delta(d1, c1, 'malformed') == 1,
+           'counters: a truncated packet', f'{d1} {c1}')
+    result(delta(d1, c1, 'rcvd_dropped') == 2 and
+           delta(d1, c1, 'rcvd_pkts') == 0,
+           'counters: both dropped, none received', f'{d1} {c1}')
+
+    # CQ overflow: eight receives into a CQ of two entries on DEV0 alone.
+    c0 = counters(DEV0)
+    small = CQ(a.ctx, 1)
+    qs, qr = a.qp(), a.qp(rcq=small)
+    connect(qs, a, a.gid, qr.qp_num, 0, 0, 18)
+    connect(qr, a, a.gid, qs.qp_num, 0, 0, 18)
+    post_recvs(qr, a, 8)
+    post_sends(qs, a, 8)
+    deadline = time.time() + 10 * SLOW
+    while time.time() < deadline:
+        d0 = counters(DEV0)
+        if delta(d0, c0, 'cq_overflows'):
+            break
+        time.sleep(0.05)
+    result(delta(d0, c0, 'cq_overflows') >= 1,
+           'counters: CQ overflow', f'{d0} {c0}')
+    result(delta(d0, c0, 'loopback_pkts') >= 32,
+           'counters: packets delivered inside the device', f'{d0} {c0}')
+    cqs = [drv(r) for r in res('cq', DEV0)]
+    result(sum(1 for c in cqs if c.get('overflowed') == 1) == 1 and
+           len(cqs) == 2,
+           f'{DEV0}: res cq -dd: the overflowed CQ marked', cqs)
+    print('# done')
+
+
+if __name__ == '__main__':
+    main()

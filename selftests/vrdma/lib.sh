@@ -113,6 +113,31 @@ skip_all()
 	exit 4
 }
 
+# use_device_type: load the module of the device type under test, $TYPE
+# (VRDMA_TEST_TYPE: vrdma or rxe), unloading the other one: rdma_rxe and
+# vrdma both bind UDP port 4791, never both at once.  Sets loaded_rxe when
+# it loaded rdma_rxe, for the caller's cleanup to unload it again.
+use_device_type()
+{
+	loaded_rxe=
+	case $TYPE in
+	vrdma)
+		! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1
+		vrdma_load || exit 1
+		;;
+	rxe)
+		vrdma_unload || exit 1
+		if ! lsmod | grep -q '^rdma_rxe '; then
+			modprobe rdma_rxe || skip_all "rdma_rxe is not available"
+			loaded_rxe=1
+		fi
+		;;
+	*)
+		skip_all "VRDMA_TEST_TYPE must be vrdma or rxe"
+		;;
+	esac
+}
+
 # vrdma_load: our module from the build tree, after the modules it needs
 # (insmod does not load dependencies) and uverbs for user space.
 vrdma_load()

@@ -41,26 +41,8 @@ for m in nfsd rpcrdma nfsv4; do
 	modinfo "$m" >/dev/null 2>&1 || skip_all "module $m is not available"
 done
 
-# rdma_rxe and vrdma both bind UDP port 4791: never both at once.
-loaded_rxe=
-case $TYPE in
-vrdma)
-	! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1
-	vrdma_load || exit 1
-	DEV=vrdma0
-	;;
-rxe)
-	vrdma_unload || exit 1
-	if ! lsmod | grep -q '^rdma_rxe '; then
-		modprobe rdma_rxe || skip_all "rdma_rxe is not available"
-		loaded_rxe=1
-	fi
-	DEV=rxe0
-	;;
-*)
-	skip_all "VRDMA_TEST_TYPE must be vrdma or rxe"
-	;;
-esac
+use_device_type
+DEV=${TYPE}0
 
 scratch=$(mktemp -d /tmp/nfsrdma.XXXXXX) || exit 1
 EXPORT=$scratch/export

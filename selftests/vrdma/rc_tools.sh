@@ -29,26 +29,8 @@ CLIENT_TIMEOUT=200
 command -v ibv_rc_pingpong >/dev/null || skip_all "ibv_rc_pingpong not installed"
 command -v ib_send_bw >/dev/null || skip_all "perftest not installed"
 
-# rdma_rxe and vrdma both bind UDP port 4791: never both at once.
-loaded_rxe=
-case $TYPE in
-vrdma)
-	! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1
-	vrdma_load || exit 1
-	D0=vrdmatt0 D1=vrdmatt1
-	;;
-rxe)
-	vrdma_unload || exit 1
-	if ! lsmod | grep -q '^rdma_rxe '; then
-		modprobe rdma_rxe || skip_all "rdma_rxe is not available"
-		loaded_rxe=1
-	fi
-	D0=rxett0 D1=rxett1
-	;;
-*)
-	skip_all "VRDMA_TEST_TYPE must be vrdma or rxe"
-	;;
-esac
+use_device_type
+D0=${TYPE}tt0 D1=${TYPE}tt1
 
 # veth_routed, veth_routed_del: lib.sh.
 listening() { ss -Hltn "sport = :$1" | grep -q .; }

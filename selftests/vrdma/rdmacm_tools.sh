@@ -30,25 +30,8 @@ CLIENT_TIMEOUT=180
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
 command -v rping >/dev/null || skip_all "rdmacm-utils not installed"
 
-loaded_rxe=
-case $TYPE in
-vrdma)
-	! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1
-	vrdma_load || exit 1
-	D0=vrdmacm0 D1=vrdmacm1
-	;;
-rxe)
-	vrdma_unload || exit 1
-	if ! lsmod | grep -q '^rdma_rxe '; then
-		modprobe rdma_rxe || skip_all "rdma_rxe is not available"
-		loaded_rxe=1
-	fi
-	D0=rxecm0 D1=rxecm1
-	;;
-*)
-	skip_all "VRDMA_TEST_TYPE must be vrdma or rxe"
-	;;
-esac
+use_device_type
+D0=${TYPE}cm0 D1=${TYPE}cm1
 modprobe rdma_ucm || exit 1
 
 servers=()

@@ -13,6 +13,9 @@
  * The capabilities are fixed for the life of the device; the GUIDs come from
  * the netdev's MAC the way RoCE NICs derive them (EUI-64).
  */
+/* The QP table's lock: see vrdma_dev_add(). */
+static struct lock_class_key vrdma_qp_xa_key;
+
 static void vrdma_init_attr(struct vrdma_dev *vdev)
 {
 	struct ib_device_attr *attr = &vdev->attr;
@@ -183,8 +186,13 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	INIT_LIST_HEAD(&vdev->list);
 	vdev->ndev = ndev;
 	netdev_hold(ndev, &vdev->ndev_tracker, GFP_KERNEL);
-	/* Looked up in any context (vrdma_qp_get()). */
+	/*
+	 * Looked up in any context (vrdma_qp_get()), so its lock is irq-safe;
+	 * it needs a lockdep class of its own, apart from the other tables
+	 * here (one class per xa_init_flags() caller), whose locks are not.
+	 */
 	xa_init_flags(&vdev->qp_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
+	lockdep_set_class(&vdev->qp_xa.xa_lock, &vrdma_qp_xa_key);
 	xa_init_flags(&vdev->ah_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
 	vdev->mr_key_byte = kvzalloc(VRDMA_MAX_MR + 1, GFP_KERNEL);

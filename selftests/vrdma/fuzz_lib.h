@@ -8,6 +8,7 @@
 #ifndef VRDMA_FUZZ_LIB_H
 #define VRDMA_FUZZ_LIB_H
 
+#include "gid_lib.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -165,37 +166,7 @@ static inline long long fz_counter(const char *dev, const char *name)
 	return v;
 }
 
-/* The index of @dev's RoCE v2 GID with an IPv4 address, or -1. */
-static inline int fz_find_gid(const char *dev)
-{
-	char path[256], gid[64], type[32];
-	int i, found = -1;
-	FILE *f;
-
-	for (i = 0; i < 64 && found < 0; i++) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
-		f = fopen(path, "r");
-		if (!f)
-			break;
-		if (!fgets(gid, sizeof(gid), f))
-			gid[0] = 0;
-		fclose(f);
-		if (strncmp(gid, "0000:0000:0000:0000:0000:ffff:", 30))
-			continue;
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
-			 dev, i);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(type, sizeof(type), f) &&
-		    !strncmp(type, "RoCE v2", 7))
-			found = i;
-		fclose(f);
-	}
-	return found;
-}
+/* rc_find_gid(): gid_lib.h. */
 
 /* ---- a plain RC (or UC) connection ----------------------------------- */
 
@@ -366,7 +337,7 @@ static inline int fz_live_run(const char *dev_a, const char *dev_b)
 		};
 
 		ctx[i] = fz_open(dev);
-		gi[i] = fz_find_gid(dev);
+		gi[i] = rc_find_gid(dev);
 		if (!ctx[i] || gi[i] < 0 ||
 		    ibv_query_gid(ctx[i], 1, gi[i], &gid[i]) ||
 		    ibv_query_port(ctx[i], 1, &port))

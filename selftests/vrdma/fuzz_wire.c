@@ -706,7 +706,7 @@ int main(int argc, char **argv)
 	crc_init();
 
 	g.ctx = fz_open(dev0);
-	g.gid_idx = fz_find_gid(dev0);
+	g.gid_idx = rc_find_gid(dev0);
 	if (!g.ctx || g.gid_idx < 0 || ibv_query_port(g.ctx, 1, &port)) {
 		printf("Bail out! cannot open %s\n", dev0);
 		return 1;

@@ -397,7 +397,7 @@ static void test_sq_prod_back(const char *dev)
 	struct vrdma_uring *r;
 	union ibv_gid gid;
 	struct ibv_qp *qp;
-	int i, gi = fz_find_gid(dev);
+	int i, gi = rc_find_gid(dev);
 	double t;
 
 	qa.send_cq = qa.recv_cq = cq;

@@ -649,6 +649,12 @@ void vrdma_requester(struct vrdma_qp *qp)
 		}
 		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >= VRDMA_WINDOW)
 			break;
+		/* A local peer: the whole message at once, no packet. */
+		if (acked && vrdma_local_exec(qp, swqe)) {
+			if (qp->state == IB_QPS_ERR)
+				return;
+			continue;
+		}
 		if (!acked && !budget--) {
 			/* Let other QPs in; carry on in the next run. */
 			vrdma_qp_schedule(qp);

@@ -808,7 +808,7 @@ void vrdma_net_exit(void);
 int vrdma_net_dev_open(struct vrdma_dev *vdev);
 void vrdma_net_dev_close(struct vrdma_dev *vdev);
 struct vrdma_dev *vrdma_local_dev(struct vrdma_dev *vdev,
-				   struct vrdma_av *av);
+				  struct vrdma_av *av);
 
 /* parent.c */
 int vrdma_parent_init(void);

@@ -64,6 +64,8 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RNR_RETRY_EXC].name	= "rnr_retry_exceeded",
 	[VRDMA_CNT_ACK_SENT].name	= "acks_sent",
 	[VRDMA_CNT_ACK_COALESCED].name	= "acks_coalesced",
+	[VRDMA_CNT_LOCAL_OPS].name	= "local_ops",
+	[VRDMA_CNT_LOCAL_BYTES].name	= "local_bytes",
 	[VRDMA_CNT_RCVD_DROPPED].name	= "rcvd_dropped",
 };
 

@@ -478,6 +478,50 @@ int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 }
 
 /**
+ * vrdma_mr_map() - map a piece of a checked MR range for the CPU
+ * @mr: the MR, range checked with vrdma_mr_check()
+ * @iova: start address in the region
+ * @length: bytes wanted
+ * @chunk: set to the bytes the pointer is valid for, at most @length (to
+ *	the end of a page, or of a fast-reg MR's page)
+ *
+ * The loopback path (local.c) copies from one MR to another through two of
+ * these at once.  Undo with vrdma_mr_unmap(), in reverse order.
+ *
+ * Return: the kernel address, or NULL for a DMA MR address that is not
+ * kernel memory or a fast-reg MR address beyond its page list.
+ */
+void *vrdma_mr_map(struct vrdma_mr *mr, u64 iova, u32 length, u32 *chunk)
+{
+	unsigned int poff;
+	void *kaddr;
+
+	if (mr->dma) {
+		*chunk = length;
+		return vrdma_mr_dma_ptr(iova, length);
+	}
+	if (mr->fast_reg) {
+		kaddr = vrdma_frmr_ptr(mr, iova, chunk);
+		*chunk = min(*chunk, length);
+		return kaddr;
+	}
+	kaddr = kmap_local_page(vrdma_mr_page(mr, iova, &poff));
+	*chunk = min_t(u32, length, PAGE_SIZE - poff);
+	return kaddr + poff;
+}
+
+/**
+ * vrdma_mr_unmap() - undo vrdma_mr_map()
+ * @mr: the MR
+ * @kaddr: what vrdma_mr_map() returned (not NULL)
+ */
+void vrdma_mr_unmap(struct vrdma_mr *mr, void *kaddr)
+{
+	if (!mr->dma && !mr->fast_reg)
+		kunmap_local(kaddr);
+}
+
+/**
  * vrdma_mr_copy_from_skb() - place packet payload into a checked MR range
  * @mr: the MR, range checked with vrdma_mr_check() for LOCAL/REMOTE_WRITE
  * @iova: start address in the region

@@ -724,6 +724,35 @@ bool vrdma_pkt_local(struct vrdma_dev *vdev, struct vrdma_av *av)
 }
 
 /**
+ * vrdma_local_dev() - the device of this host that @av leads to
+ * @vdev: the sending device
+ * @av: the path
+ *
+ * The device vrdma_pkt_send() would deliver a packet on @av to inside the
+ * driver, for the loopback path (local.c), which moves a whole message
+ * without packets.
+ *
+ * Context: any.
+ * Return: that device, referenced (ib_device_put()), if both ports are
+ * up; else NULL.
+ */
+struct vrdma_dev *vrdma_local_dev(struct vrdma_dev *vdev, struct vrdma_av *av)
+{
+	struct vrdma_dev *ldev;
+
+	rcu_read_lock();
+	ldev = vrdma_dev_by_ndev(vrdma_addr_ndev(dev_net(vdev->ndev), av->ipv6,
+						 av->daddr4, &av->daddr6));
+	rcu_read_unlock();
+	if (ldev && (!vrdma_ndev_active(vdev->ndev) ||
+		     !vrdma_ndev_active(ldev->ndev))) {
+		ib_device_put(&ldev->ibdev);
+		ldev = NULL;
+	}
+	return ldev;
+}
+
+/**
  * vrdma_pkt_send() - send a packet
  * @vdev: the sending device
  * @av: the path: @av->ipv6 selects IPv4 (@av->saddr4, @av->daddr4) or IPv6

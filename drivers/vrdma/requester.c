@@ -10,7 +10,8 @@
  * payload from the SGEs (or the inline data), and sends them.  An RDMA READ
  * is a single request packet that reserves one PSN per response packet; an
  * ATOMIC is a single request packet (AtomicETH) answered by one ATOMIC
- * ACKNOWLEDGE.
+ * ACKNOWLEDGE.  An RC message to a QP of this host is first offered to the
+ * loopback path (local.c), which moves it whole, without packets.
  *
  * At most VRDMA_WINDOW packets are unacknowledged at a time; the completer
  * moves the window as ACKs arrive and completes the WQEs.  READs and
@@ -649,6 +650,12 @@ void vrdma_requester(struct vrdma_qp *qp)
 		}
 		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >= VRDMA_WINDOW)
 			break;
+		/* A local peer: the whole message at once, no packet. */
+		if (acked && vrdma_local_exec(qp, swqe)) {
+			if (qp->state == IB_QPS_ERR)
+				return;
+			continue;
+		}
 		if (!acked && !budget--) {
 			/* Let other QPs in; carry on in the next run. */
 			vrdma_qp_schedule(qp);

@@ -24,6 +24,8 @@
  *   vrdma_cq_notify  ... and the armed CQ's completion channel was woken
  *   vrdma_cq_arm     the process armed a CQ (ibv_req_notify_cq)
  *   vrdma_qp_error   a QP went to the error state
+ *   vrdma_local_op   a whole RC message between QPs of this host moved
+ *                    without packets (local.c)
  *
  * Each costs one patched-out branch when disabled.
  */
@@ -498,6 +500,42 @@ DEFINE_EVENT(vrdma_cq_class, vrdma_cq_arm,
 DEFINE_EVENT(vrdma_cq_class, vrdma_cq_notify,
 	TP_PROTO(struct vrdma_cq *cq, int flags),
 	TP_ARGS(cq, flags)
+);
+
+/*
+ * A whole RC message moved by the loopback path (local.c): no packet, one
+ * copy; @npsn PSNs from @psn consumed on both QPs.
+ */
+TRACE_EVENT(vrdma_local_op,
+	TP_PROTO(struct vrdma_qp *qp, struct vrdma_swqe *swqe, u32 dqpn,
+		 u32 psn, u32 npsn, u8 status),
+	TP_ARGS(qp, swqe, dqpn, psn, npsn, status),
+	TP_STRUCT__entry(
+		__string(dev, vrdma_qp_dev(qp))
+		__field(u32, qpn)
+		__field(u32, dqpn)
+		__field(u64, wr_id)
+		__field(u8, opcode)
+		__field(u32, psn)
+		__field(u32, npsn)
+		__field(u32, length)
+		__field(u8, status)
+	),
+	TP_fast_assign(
+		__assign_str(dev, vrdma_qp_dev(qp));
+		__entry->qpn = qp->ibqp.qp_num;
+		__entry->dqpn = dqpn;
+		__entry->wr_id = swqe->wqe->wr_id;
+		__entry->opcode = swqe->wqe->opcode;
+		__entry->psn = psn;
+		__entry->npsn = npsn;
+		__entry->length = swqe->length;
+		__entry->status = status;
+	),
+	TP_printk("%s qpn=%u wr_id=0x%llx wr_opcode=%u dest_qpn=%u psn=%u npsn=%u len=%u status=%u",
+		  __get_str(dev), __entry->qpn, __entry->wr_id,
+		  __entry->opcode, __entry->dqpn, __entry->psn,
+		  __entry->npsn, __entry->length, __entry->status)
 );
 
 TRACE_EVENT(vrdma_qp_error,

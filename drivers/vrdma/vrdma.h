@@ -27,6 +27,8 @@
  *   requester.c SQ WQEs become request packets
  *   responder.c request packets are checked, placed, and ACKed
  *   completer.c ACKs and read responses complete SQ WQEs
+ *   local.c     the loopback path: RC messages between QPs of this host,
+ *               moved MR to MR without packets
  *   ud.c        UD datagrams (and QP1, GSI): one packet per message, Q_Key,
  *               GRH
  *   kverbs.c    kernel consumers: post_send/post_recv/poll_cq on the rings
@@ -154,6 +156,8 @@ enum vrdma_counter {
 	VRDMA_CNT_RNR_RETRY_EXC,	/* WQEs failed: rnr_retry exceeded */
 	VRDMA_CNT_ACK_SENT,		/* ACKs sent (not NAKs, not responses) */
 	VRDMA_CNT_ACK_COALESCED,	/* ACK requests answered by a later ACK */
+	VRDMA_CNT_LOCAL_OPS,		/* messages moved by local.c, no packet */
+	VRDMA_CNT_LOCAL_BYTES,		/* their payload bytes */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -803,6 +807,8 @@ int vrdma_net_init(void);
 void vrdma_net_exit(void);
 int vrdma_net_dev_open(struct vrdma_dev *vdev);
 void vrdma_net_dev_close(struct vrdma_dev *vdev);
+struct vrdma_dev *vrdma_local_dev(struct vrdma_dev *vdev,
+				  struct vrdma_av *av);
 
 /* parent.c */
 int vrdma_parent_init(void);
@@ -849,6 +855,8 @@ int vrdma_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 		   int access, struct vrdma_mr **mrp);
 int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 		  bool to_mr);
+void *vrdma_mr_map(struct vrdma_mr *mr, u64 iova, u32 length, u32 *chunk);
+void vrdma_mr_unmap(struct vrdma_mr *mr, void *kaddr);
 int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
 			   const struct sk_buff *skb, u32 offset, u32 length);
 int vrdma_sgl_check(struct vrdma_dev *vdev, struct vrdma_pd *pd,
@@ -999,6 +1007,8 @@ void vrdma_retrans_arm(struct vrdma_qp *qp);
 void vrdma_fail_head(struct vrdma_qp *qp, u8 status);
 struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
 void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout);
+/* local.c: RC messages between QPs of this host, without packets */
+int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
 int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
 void vrdma_ud_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 

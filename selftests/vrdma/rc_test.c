@@ -205,6 +205,78 @@ TEST_F(rc, opcodes)
 	}
 }
 
+/* A counter of device @d (rc_cfg.name[@i]), or -1. */
+static long long hw_counter(int i, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	/* ib_core caches the counters for a few milliseconds. */
+	usleep(50 * 1000);
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 rc_cfg.name[i], name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/*
+ * Which path a message between QPs of this host takes.  With the module
+ * parameter local_direct set (the default), the loopback path (local.c)
+ * moves each message whole, MR to MR: counted in local_ops, no packet sent.
+ * With local_direct=0 the same messages go as packets, delivered inside
+ * the driver.  local_path.sh runs this and the error tests both ways.
+ */
+TEST_F(rc, local_path)
+{
+	static const enum ibv_wr_opcode ops[] = {
+		IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+		IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
+	};
+	long long ops0, pkts0, ops1, pkts1;
+	int direct = 0, i;
+	char c = 0;
+	FILE *f;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "vrdma's loopback path");
+	f = fopen("/sys/module/vrdma/parameters/local_direct", "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(1, fscanf(f, " %c", &c));
+	fclose(f);
+	direct = c == 'Y' || c == '1';
+
+	env_create(_metadata, self, &self->e, NULL, 256 * 1024);
+	ops0 = hw_counter(0, "local_ops");
+	pkts0 = hw_counter(0, "sent_pkts");
+	for (i = 0; i < (int)(sizeof(ops) / sizeof(ops[0])); i++)
+		rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+			.op = ops[i], .len = 65536 + 8 * i, .lsge = 3,
+			.rsge = 2, .loff = 5, .roff = 3, .imm = 0x10ca1 + i,
+			.seed = 700 + i, .wr_id = 0x700 + i,
+		});
+	ops1 = hw_counter(0, "local_ops");
+	pkts1 = hw_counter(0, "sent_pkts");
+	ASSERT_LE(0, ops0);
+	if (direct) {
+		EXPECT_EQ(ops0 + 5, ops1);
+		EXPECT_EQ(pkts0, pkts1) {
+			TH_LOG("local_direct=1: packets were sent");
+		}
+	} else {
+		EXPECT_EQ(ops0, ops1);
+		EXPECT_LT(pkts0 + 60, pkts1) {
+			TH_LOG("local_direct=0: too few packets");
+		}
+	}
+}
+
 /* Sizes around every boundary, with every opcode, 1..max SGEs. */
 TEST_F_TIMEOUT(rc, sizes, 240)
 {

@@ -43,6 +43,7 @@
 
 #include "rc_lib.h"
 #include "rc_suite.h"
+#include "wire_lib.h"
 
 /* The devices' RoCE v2 GIDs with the IPv6 addresses; -1 without IPv6. */
 static int ud_gid6_idx[2] = { -1, -1 };
@@ -1296,19 +1297,6 @@ struct uc_inj {
 	uint16_t id;		/* IPv4 identification */
 };
 
-/* The CRC-32 of IEEE 802.3, bit by bit: slow and obviously right. */
-static uint32_t uc_crc32(uint32_t crc, const uint8_t *p, size_t n)
-{
-	int k;
-
-	while (n--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xedb88320 & -(crc & 1));
-	}
-	return crc;
-}
-
 static void uc_inj_open(struct __test_metadata *_metadata, struct uc_inj *j,
 			const uint8_t *saddr, const uint8_t *daddr,
 			uint32_t qpn, uint32_t psn, size_t mtu)
@@ -1341,36 +1329,19 @@ static void uc_inj_packet(struct __test_metadata *_metadata,
 			  const uint8_t *pay, size_t len, int lose)
 {
 	size_t pad = -len & 3, ext = reth ? 16 : 0;
-	size_t n = 20 + 8 + 12 + ext + len + pad + 4;
+	size_t n = WIRE_HDR_LEN + ext + len + pad + 4;
 	struct sockaddr_in dst = { .sin_family = AF_INET };
-	uint8_t pkt[20 + 8 + 12 + 16 + 4096 + 4 + 4], m[40];
-	static const uint8_t lrh[8] = {
-		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-	};
-	uint8_t *ip = pkt, *udp = pkt + 20, *bth = pkt + 28;
-	uint32_t psn = j->psn, crc;
+	uint8_t pkt[WIRE_HDR_LEN + 16 + 4096 + 4 + 4];
+	uint8_t *bth = pkt + WIRE_HDR_LEN - 12;
+	uint32_t psn = j->psn;
 
 	j->psn = (j->psn + 1) & 0xffffff;
 	if (lose)
 		return;
 	ASSERT_LE(n, sizeof(pkt));
 	memset(pkt, 0, n);
-	ip[0] = 0x45;
-	ip[2] = n >> 8;
-	ip[3] = n;
-	ip[4] = j->id >> 8;
-	ip[5] = j->id++;
-	ip[6] = 0x40;			/* DF */
-	ip[8] = 64;
-	ip[9] = 17;			/* UDP; the kernel sums the header */
-	memcpy(ip + 12, j->saddr, 4);
-	memcpy(ip + 16, j->daddr, 4);
-	udp[0] = 0xc0;			/* a RoCEv2 source port */
-	udp[1] = 0x17;
-	udp[2] = 4791 >> 8;
-	udp[3] = 4791 & 0xff;
-	udp[4] = (n - 20) >> 8;
-	udp[5] = n - 20;
+	/* From a RoCEv2 source port. */
+	wire_ip_udp(pkt, n, j->saddr, j->daddr, j->id++, 0xc017);
 	bth[0] = opcode;
 	bth[1] = pad << 4;
 	bth[2] = 0xff;			/* P_Key 0xffff */
@@ -1385,24 +1356,7 @@ static void uc_inj_packet(struct __test_metadata *_metadata,
 		memcpy(bth + 12, reth, 16);
 	if (len)
 		memcpy(bth + 12 + ext, pay, len);
-
-	/*
-	 * ICRC: the LRH stand-in, then IP, UDP and BTH with the variant
-	 * fields all 1s, then the rest as it is; the wire has it LSB first.
-	 */
-	memcpy(m, pkt, 40);
-	m[1] = 0xff;			/* TOS */
-	m[8] = 0xff;			/* TTL */
-	m[10] = m[11] = 0xff;		/* IP header checksum */
-	m[26] = m[27] = 0xff;		/* UDP checksum */
-	m[32] = 0xff;			/* BTH resv8a */
-	crc = uc_crc32(0xffffffff, lrh, sizeof(lrh));
-	crc = uc_crc32(crc, m, 40);
-	crc = ~uc_crc32(crc, pkt + 40, n - 4 - 40);
-	pkt[n - 4] = crc;
-	pkt[n - 3] = crc >> 8;
-	pkt[n - 2] = crc >> 16;
-	pkt[n - 1] = crc >> 24;
+	wire_icrc(pkt, n);
 
 	memcpy(&dst.sin_addr, j->daddr, 4);
 	ASSERT_EQ((ssize_t)n, sendto(j->fd, pkt, n, 0,

@@ -24,6 +24,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,66 @@ static inline int rc_sh(const char *cmd)
 	int rc = system(cmd);
 
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static inline int rc_shf(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* rc_sh() of a printf format. */
+static inline int rc_shf(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return rc_sh(cmd);
+}
+
+/*
+ * rc_cfg from the environment: the device type (VRDMA_TEST_TYPE, vrdma by
+ * default) and VRDMA_TEST_SLOW.  Return: NULL, or why the tests cannot run.
+ */
+static inline const char *rc_cfg_env(void)
+{
+	const char *type = getenv("VRDMA_TEST_TYPE");
+	const char *slow = getenv("VRDMA_TEST_SLOW");
+
+	rc_cfg.type = type && *type ? type : "vrdma";
+	rc_cfg.is_rxe = !strcmp(rc_cfg.type, "rxe");
+	rc_cfg.slow = slow ? atoi(slow) : 1;
+	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
+		return "VRDMA_TEST_SLOW must be 1..64";
+	if (getuid() != 0)
+		return "must run as root (in the VM)";
+	return NULL;
+}
+
+/*
+ * "PROGRAM NAME..." runs only the tests named (the 6.1 harness has no
+ * filter of its own): the others are unlinked from their fixture's list.
+ */
+static inline void rc_select_tests(int argc, char **argv)
+{
+	struct __fixture_metadata *f;
+	struct __test_metadata *t, **link;
+	int i, keep;
+
+	if (argc < 2)
+		return;
+	for (f = __fixture_list; f; f = f->next) {
+		link = &f->tests;
+		for (t = f->tests; t; t = t->next) {
+			for (keep = 0, i = 1; i < argc && !keep; i++)
+				keep = !strcmp(argv[i], t->name);
+			if (keep) {
+				*link = t;
+				link = &t->next;
+			}
+		}
+		*link = NULL;
+	}
 }
 
 /* ---- devices -------------------------------------------------------- */

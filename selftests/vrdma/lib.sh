@@ -253,3 +253,67 @@ roce_v2_ipv4_gid()
 	done < <(grep -l '^0000:0000:0000:0000:0000:ffff:' "$d"/gids/* 2>/dev/null)
 	return 1
 }
+
+# tcp_listening PORT: something listens on TCP port PORT.
+tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
+
+# tool_pair READY PORT DESC PATTERN SERVER_CMD... -- CLIENT_CMD...: start
+# the server in the background (its PID goes to the caller's array servers,
+# for its cleanup), wait until "READY PORT" says it listens, run the client
+# in the foreground.  Both must exit 0 within SERVER_TIMEOUT and
+# CLIENT_TIMEOUT seconds, the client's output must match PATTERN (an ERE),
+# neither output may match TOOL_BAD (an ERE, any case; unset: no check),
+# else both outputs are shown.  The server gets TOOL_SRV_ARGS, the client
+# TOOL_CLI_ARGS appended (arrays, e.g. the port).  TOOL_WAIT (default 30)
+# is how long the server may take to listen, and to end once the client is
+# done; TOOL_SHOW=1 shows the client's lines that match PATTERN.
+tool_pair()
+{
+	local ready=$1 lport=$2 desc=$3 pat=$4 srv=() spid rc src slog clog
+	local t0 wait=${TOOL_WAIT:-30}
+
+	shift 4
+	while [ "$1" != "--" ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	slog=$(mktemp)
+	clog=$(mktemp)
+	t0=$SECONDS
+	timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" "${TOOL_SRV_ARGS[@]}" \
+		>"$slog" 2>&1 &
+	spid=$!
+	servers+=("$spid")
+	if ! wait_until "$wait" "$ready" "$lport"; then
+		echo "# server not listening on $lport: ${srv[*]}"
+		sed 's/^/#   /' "$slog"
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		tap_result 1 "$desc"
+		rm -f "$slog" "$clog"
+		return
+	fi
+	timeout -k 5 "$CLIENT_TIMEOUT" "$@" "${TOOL_CLI_ARGS[@]}" >"$clog" 2>&1
+	rc=$?
+	# The server ends on its own once the client is done; if the client
+	# failed, it may wait for ever: give it a few seconds.
+	wait_until $((rc ? 5 : wait)) sh -c "! kill -0 $spid" ||
+		kill "$spid" 2>/dev/null
+	wait "$spid"
+	src=$?
+	if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ] ||
+	   ! grep -Eq -- "$pat" "$clog" ||
+	   { [ -n "${TOOL_BAD:-}" ] &&
+	     grep -Eqi -- "$TOOL_BAD" "$clog" "$slog"; }; then
+		echo "# client ($*) -> exit $rc"
+		sed 's/^/#   /' "$clog"
+		echo "# server (${srv[*]}) -> exit $src"
+		sed 's/^/#   /' "$slog"
+		tap_result 1 "$desc"
+	else
+		[ -z "${TOOL_SHOW:-}" ] || grep -E -- "$pat" "$clog" | sed 's/^/# /'
+		tap_result 0 "$desc ($((SECONDS - t0)) s)"
+	fi
+	rm -f "$slog" "$clog"
+}

@@ -13,6 +13,18 @@
 
 set -u
 
+# A long test that boots a VM of its own (make check-long runs it on the
+# host) sets VRDMA_OWN_VM to that VM's timeout in seconds (times
+# VRDMA_TEST_SLOW) before it sources lib.sh: on the host, it then runs
+# again inside a VM (scripts/vm-run, logs in out/NAME[-TYPE]).
+if [ -n "${VRDMA_OWN_VM:-}" ] && [ -z "${VRDMA_VM:-}" ]; then
+	_name=$(basename "$0" .sh)
+	cd "$(dirname "$0")/../.." || exit 1
+	exec scripts/vm-run --timeout $((VRDMA_OWN_VM * ${VRDMA_TEST_SLOW:-1})) \
+		--out "out/$_name${VRDMA_TEST_TYPE:+-$VRDMA_TEST_TYPE}" \
+		"selftests/vrdma/$_name.sh"
+fi
+
 VRDMA_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 VRDMA_KO=${VRDMA_KO:-$VRDMA_TOP/vrdma.ko}
 # Load our provider from the build tree, not from an installed copy.
@@ -164,6 +176,28 @@ veth_pair()
 		ip link set "$1" up && ip link set "$2" up
 }
 
+# veth_dev_up A B IP DEV: a veth pair A-B, both ends up, IP/24 on A and the
+# RDMA device DEV of type $TYPE on A, its port ACTIVE within 20 s.
+veth_dev_up()
+{
+	ip link add "$1" type veth peer name "$2" &&
+		ip addr add "$3/24" dev "$1" &&
+		ip link set "$1" up && ip link set "$2" up &&
+		rdma link add "$4" type "$TYPE" netdev "$1" &&
+		wait_until 20 port_active "$4"
+}
+
+# need_modules MODULE...: skip the test unless every MODULE is available.
+need_modules()
+{
+	local m
+
+	for m in "$@"; do
+		modinfo "$m" >/dev/null 2>&1 ||
+			skip_all "module $m is not available"
+	done
+}
+
 # ib_devices: the names of all ib devices, space separated, sorted.
 ib_devices()
 {
@@ -175,6 +209,9 @@ port_state()
 {
 	rdma link show "$1/1" 2>/dev/null | sed -n 's/.* state \([A-Z_]*\).*/\1/p'
 }
+
+# port_active DEV: DEV's port is ACTIVE.
+port_active() { [ "$(port_state "$1")" = ACTIVE ]; }
 
 # devinfo_field DEV FIELD: one "field: value" of ibv_devinfo -v.
 devinfo_field()

@@ -663,7 +663,7 @@ int main(int argc, char **argv)
 	       dev0, dev1, argv[3], (unsigned long long)seed,
 	       (unsigned long long)seed);
 
-	g.ctx = fz_open(dev0);
+	g.ctx = rc_open_by_name(dev0);
 	g.gid_idx = rc_find_gid(dev0);
 	if (!g.ctx || g.gid_idx < 0 || ibv_query_port(g.ctx, 1, &port)) {
 		printf("Bail out! cannot open %s\n", dev0);
@@ -683,7 +683,7 @@ int main(int argc, char **argv)
 	}
 	bad_keys += stale_rotate() != 0;
 	for (i = 0; i < NDROP; i++)
-		before[i] = fz_counter(dev0, drop_counters[i]);
+		before[i] = rc_hw_counter(dev0, drop_counters[i]);
 	live = fz_live_start(dev0, dev1);
 
 	while (fz_now() < end && st.sent < max_pkts) {
@@ -739,7 +739,7 @@ int main(int argc, char **argv)
 	}
 	usleep(300 * 1000);
 	for (i = 0; i < NDROP; i++) {
-		long long d = fz_counter(dev0, drop_counters[i]) - before[i];
+		long long d = rc_hw_counter(dev0, drop_counters[i]) - before[i];
 
 		printf("# %s +%lld\n", drop_counters[i], d);
 		if (!strcmp(drop_counters[i], "icrc_errors"))

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Finding a device's RoCE v2 IPv4 GID, for every test program. */
+/*
+ * A device by its name, for every test program: its context, its RoCE v2
+ * IPv4 GID, its port counters.
+ */
 #ifndef VRDMA_GID_LIB_H
 #define VRDMA_GID_LIB_H
 
 #include <stdio.h>
 #include <string.h>
+#include <infiniband/verbs.h>
 
 /* The index of @dev's RoCE v2 GID with an IPv4 address, or -1. */
 static inline int rc_find_gid(const char *dev)
@@ -36,6 +40,40 @@ static inline int rc_find_gid(const char *dev)
 		fclose(f);
 	}
 	return found;
+}
+
+/* Open the RDMA device @name, or NULL. */
+static inline struct ibv_context *rc_open_by_name(const char *name)
+{
+	struct ibv_device **list, **d;
+	struct ibv_context *ctx = NULL;
+
+	list = ibv_get_device_list(NULL);
+	if (!list)
+		return NULL;
+	for (d = list; *d; d++)
+		if (!strcmp(ibv_get_device_name(*d), name))
+			ctx = ibv_open_device(*d);
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+/* The port counter @name of port 1 of @dev (sysfs hw_counters), or -1. */
+static inline long long rc_hw_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
 }
 
 #endif

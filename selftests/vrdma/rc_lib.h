@@ -145,21 +145,6 @@ struct rc_dev {
 	int owned;		/* we opened ctx (not an alias of another) */
 };
 
-static inline struct ibv_context *rc_open_by_name(const char *name)
-{
-	struct ibv_device **list, **d;
-	struct ibv_context *ctx = NULL;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (d = list; *d; d++)
-		if (!strcmp(ibv_get_device_name(*d), name))
-			ctx = ibv_open_device(*d);
-	ibv_free_device_list(list);
-	return ctx;
-}
-
 static inline void rc_dev_open(struct __test_metadata *_metadata,
 			       struct rc_dev *d, int i)
 {

@@ -77,24 +77,6 @@ static int netem(const char *params)
 		      params, params);
 }
 
-/* A counter of port 1 of @dev (sysfs hw_counters), or -1. */
-static long long counter(const char *dev, const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 /* Counter @name of port 1 of @dev as "rdma statistic" shows it, or -1. */
 static long long rdma_stat(const char *dev, const char *name)
 {
@@ -136,8 +118,8 @@ static void counters_read(struct counters *c)
 	unsigned int i;
 
 	for (i = 0; i < NCOUNTERS; i++) {
-		c->v[0][i] = counter(DEV0, counter_names[i]);
-		c->v[1][i] = counter(DEV1, counter_names[i]);
+		c->v[0][i] = rc_hw_counter(DEV0, counter_names[i]);
+		c->v[1][i] = rc_hw_counter(DEV1, counter_names[i]);
 	}
 }
 
@@ -153,7 +135,7 @@ static long long counters_delta(const struct counters *before, int d,
 			break;
 	if (i == NCOUNTERS)
 		return -1;
-	now.v[d][i] = counter(d ? DEV1 : DEV0, name);
+	now.v[d][i] = rc_hw_counter(d ? DEV1 : DEV0, name);
 	return now.v[d][i] - before->v[d][i];
 }
 
@@ -783,8 +765,8 @@ TEST_F_TIMEOUT(loss, total_loss, 120)
 	EXPECT_EQ(o.retry_cnt, counters_delta(&before, 0, "retransmits"));
 	EXPECT_EQ(1, counters_delta(&before, 0, "retry_exceeded"));
 	/* What users see (netlink) is what sysfs shows. */
-	EXPECT_EQ(counter(DEV0, "timeouts"), rdma_stat(DEV0, "timeouts"));
-	EXPECT_EQ(counter(DEV0, "retry_exceeded"),
+	EXPECT_EQ(rc_hw_counter(DEV0, "timeouts"), rdma_stat(DEV0, "timeouts"));
+	EXPECT_EQ(rc_hw_counter(DEV0, "retry_exceeded"),
 		  rdma_stat(DEV0, "retry_exceeded"));
 	/* B saw nothing, and is fine. */
 	EXPECT_EQ(0, counters_delta(&before, 1, "rcvd_pkts"));

@@ -279,21 +279,7 @@ static void peer_drain(void)
 /* A vrdma counter; rxe has other ones: 0 there, and see COUNTER_DELTA. */
 static long long counter(const char *name)
 {
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	if (rc_cfg.is_rxe)
-		return 0;
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", DEV0, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return rc_cfg.is_rxe ? 0 : rc_hw_counter(DEV0, name);
 }
 
 /* The increase of counter @name since @before: vrdma's only. */

@@ -65,24 +65,6 @@ static int ud_gid6_idx[2] = { -1, -1 };
 #define UD_DEPTH	64
 #define GRH		40
 
-/* A hardware counter of @dev (vrdma only), or -1. */
-static long ud_counter(const char *dev, const char *name)
-{
-	char path[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 /* ---- UD QPs and AHs ------------------------------------------------- */
 
 struct ud_qp {
@@ -629,7 +611,7 @@ static long ud_wait_counter(const char *dev, const char *name, long than)
 		usleep(RC_QUIET_MS * 1000 * rc_cfg.slow);
 		return -1;
 	}
-	while ((v = ud_counter(dev, name)) <= than && rc_now_ms() < deadline)
+	while ((v = rc_hw_counter(dev, name)) <= than && rc_now_ms() < deadline)
 		usleep(1000);
 	return v;
 }
@@ -679,7 +661,7 @@ TEST_F(ud, qkey)
 {
 	struct ibv_qp_attr a = { .qkey = UD_QKEY ^ 0x00ff0000 };
 	const char *nb = ud_name_b(self);
-	long before = ud_counter(nb, "qkey_errors");
+	long before = rc_hw_counter(nb, "qkey_errors");
 	struct ibv_wc wc;
 
 	ASSERT_EQ(0, ud_post_recv(self->b.qp, 0x11, &self->bb, 0, GRH + 100));
@@ -800,7 +782,7 @@ TEST_F(ud, ah_other_pd)
 TEST_F(ud, no_recv_wqe)
 {
 	const char *nb = ud_name_b(self);
-	long v, before = ud_counter(nb, "no_recv_wqe");
+	long v, before = rc_hw_counter(nb, "no_recv_wqe");
 	struct ibv_wc wc;
 
 	/* Nothing posted at B: the message is lost, not kept for later. */
@@ -1126,7 +1108,7 @@ TEST_F_TIMEOUT(uc, opcodes, 180)
 TEST_F(uc, no_recv_wqe)
 {
 	const char *nb = uc_name_b(self);
-	long v, before = ud_counter(nb, "no_recv_wqe");
+	long v, before = rc_hw_counter(nb, "no_recv_wqe");
 	struct rc_qp *qa = &self->e.p.a;
 
 	uc_env(_metadata, self, 0);
@@ -1157,7 +1139,7 @@ TEST_F(uc, no_recv_wqe)
 TEST_F(uc, bad_rkey)
 {
 	const char *nb = uc_name_b(self);
-	long before = ud_counter(nb, "dropped_msgs");
+	long before = rc_hw_counter(nb, "dropped_msgs");
 	struct rc_qp *qa = &self->e.p.a, *qb = &self->e.p.b;
 	size_t len = 2 * self->mtu + 100;
 	uint8_t *img;
@@ -1505,8 +1487,8 @@ TEST_F(uc, lost_packets)
 {
 	struct rc_qp *qb = &self->e.p.b;
 	const char *nb = uc_name_b(self);
-	long seq = ud_counter(nb, "seq_errors");
-	long drop = ud_counter(nb, "dropped_msgs");
+	long seq = rc_hw_counter(nb, "seq_errors");
+	long drop = rc_hw_counter(nb, "dropped_msgs");
 	size_t m = self->mtu, slot = 4 * m;
 	/* Where rxe may drop a message: wait less, it does not come. */
 	int quirk_ms = rc_cfg.is_rxe ? RC_QUIET_MS : RC_TIMEOUT_MS;
@@ -1608,12 +1590,12 @@ TEST_F(uc, lost_packets)
 	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(qb->qp));
 	if (!rc_cfg.is_rxe) {
 		/* Gaps: the lost MIDDLE, the jump, the WRITE's lost LAST. */
-		EXPECT_EQ(seq + 3, ud_counter(nb, "seq_errors"));
+		EXPECT_EQ(seq + 3, rc_hw_counter(nb, "seq_errors"));
 		/*
 		 * The 1st, the MIDDLE and LAST alone, the interrupted SEND,
 		 * the WRITE without LAST.
 		 */
-		EXPECT_EQ(drop + 4, ud_counter(nb, "dropped_msgs"));
+		EXPECT_EQ(drop + 4, rc_hw_counter(nb, "dropped_msgs"));
 	}
 	close(j.fd);
 }

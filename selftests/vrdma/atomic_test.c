@@ -64,15 +64,9 @@ FIXTURE_VARIANT_ADD(atomic, two_devices) {
 
 FIXTURE_SETUP(atomic)
 {
-	rc_dev_open(_metadata, &self->d0, 0);
-	self->da = &self->d0;
 	self->two = variant->two_devices;
-	if (self->two) {
-		rc_dev_open(_metadata, &self->d1, 1);
-		self->db = &self->d1;
-	} else {
-		self->db = &self->d0;
-	}
+	rc_ends_open(_metadata, &self->d0, &self->d1, &self->da, &self->db,
+		     self->two);
 }
 
 static void env_destroy(struct at_env *e)

@@ -177,20 +177,13 @@ FIXTURE_SETUP(loss)
 	rc_dev_open(_metadata, &self->d1, 1);
 }
 
-static void env_destroy(struct rc_env *e)
-{
-	rc_buf_free(&e->ba);
-	rc_buf_free(&e->bb);
-	rc_pair_destroy(&e->p);
-}
-
 FIXTURE_TEARDOWN(loss)
 {
 	if (!_metadata->passed)
 		counters_log(_metadata, &self->before);
 	netem(NULL);
 	rc_sh("ip link set " NETDEV0 " up");
-	env_destroy(&self->e);
+	rc_env_destroy(&self->e);
 	rc_dev_close(&self->d1);
 	rc_dev_close(&self->d0);
 }
@@ -933,7 +926,7 @@ static void still_works(struct __test_metadata *_metadata,
 	env_create(_metadata, self, &e, &o, 0x1000, 0x2000, ST_A_SIZE,
 		   ST_B_SIZE);
 	st_run(_metadata, &e, &so, &res);
-	env_destroy(&e);
+	rc_env_destroy(&e);
 }
 
 #define BUSY_ROUNDS	50
@@ -960,7 +953,7 @@ TEST_F_TIMEOUT(loss, destroy_in_flight, 900)
 			ibv_destroy_qp(e.p.b.qp);
 			e.p.b.qp = NULL;
 		}
-		env_destroy(&e);
+		rc_env_destroy(&e);
 	}
 	counters_log(_metadata, &before);
 	EXPECT_EQ(0, qps_left());

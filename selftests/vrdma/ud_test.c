@@ -327,14 +327,8 @@ FIXTURE_SETUP(ud)
 	 */
 	if (self->ipv6 && (ud_gid6_idx[0] < 0 || ud_gid6_idx[1] < 0))
 		SKIP(longjmp(_metadata->env, 1), "no IPv6 RoCE v2 GIDs");
-	rc_dev_open(_metadata, &self->d0, 0);
-	self->da = &self->d0;
-	if (variant->two_devices) {
-		rc_dev_open(_metadata, &self->d1, 1);
-		self->db = &self->d1;
-	} else {
-		self->db = &self->d0;
-	}
+	rc_ends_open(_metadata, &self->d0, &self->d1, &self->da, &self->db,
+		     variant->two_devices);
 	self->gidx_a = self->ipv6 ? ud_gid6_idx[0] : self->da->gid_idx;
 	self->gidx_b = self->ipv6 ? ud_gid6_idx[ib] : self->db->gid_idx;
 	ASSERT_EQ(0, ibv_query_gid(self->da->ctx, RC_PORT, self->gidx_a,
@@ -1052,14 +1046,8 @@ static void uc_env(struct __test_metadata *_metadata, FIXTURE_DATA(uc) *self,
 FIXTURE_SETUP(uc)
 {
 	memset(&self->e, 0, sizeof(self->e));
-	rc_dev_open(_metadata, &self->d0, 0);
-	self->da = &self->d0;
-	if (variant->two_devices) {
-		rc_dev_open(_metadata, &self->d1, 1);
-		self->db = &self->d1;
-	} else {
-		self->db = &self->d0;
-	}
+	rc_ends_open(_metadata, &self->d0, &self->d1, &self->da, &self->db,
+		     variant->two_devices);
 	self->mtu = 128 << self->da->port.active_mtu;
 }
 

@@ -92,7 +92,7 @@ static inline int ns_suite_main(int argc, char **argv)
 	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	rc_select_tests(argc, argv);
+	rc_only_tests(argc, argv);
 	suite_setup();
 	ret = test_harness_run(argc, argv);
 	suite_teardown();

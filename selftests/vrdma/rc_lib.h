@@ -111,7 +111,7 @@ static inline const char *rc_cfg_env(void)
  * "PROGRAM NAME..." runs only the tests named (the 6.1 harness has no
  * filter of its own): the others are unlinked from their fixture's list.
  */
-static inline void rc_select_tests(int argc, char **argv)
+static inline void rc_only_tests(int argc, char **argv)
 {
 	struct __fixture_metadata *f;
 	struct __test_metadata *t, **link;

@@ -10,8 +10,11 @@
 #include <string.h>
 #include <infiniband/verbs.h>
 
-/* The index of @dev's RoCE v2 GID with an IPv4 address, or -1. */
-static inline int rc_find_gid(const char *dev)
+/*
+ * The index of @dev's RoCE v2 GID that starts with @prefix (sysfs notation,
+ * "fd00:0219:..."), or -1.
+ */
+static inline int rc_find_gid_prefix(const char *dev, const char *prefix)
 {
 	char path[256], gid[64], type[32];
 	int i, found = -1;
@@ -26,7 +29,7 @@ static inline int rc_find_gid(const char *dev)
 		if (!fgets(gid, sizeof(gid), f))
 			gid[0] = 0;
 		fclose(f);
-		if (strncmp(gid, "0000:0000:0000:0000:0000:ffff:", 30))
+		if (strncmp(gid, prefix, strlen(prefix)))
 			continue;
 		snprintf(path, sizeof(path),
 			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
@@ -40,6 +43,12 @@ static inline int rc_find_gid(const char *dev)
 		fclose(f);
 	}
 	return found;
+}
+
+/* The index of @dev's RoCE v2 GID with an IPv4 address, or -1. */
+static inline int rc_find_gid(const char *dev)
+{
+	return rc_find_gid_prefix(dev, "0000:0000:0000:0000:0000:ffff:");
 }
 
 /* Open the RDMA device @name, or NULL. */

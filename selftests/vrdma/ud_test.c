@@ -1607,38 +1607,6 @@ static void ud_ipv6_teardown(void)
 	ud_ipv6_set_up = 0;
 }
 
-/* The index of @dev's RoCE v2 GID that is @gid in sysfs notation, or -1. */
-static int ud_find_gid6(const char *dev, const char *gid)
-{
-	char path[256], buf[64], type[32];
-	int i, found = -1;
-	FILE *f;
-
-	for (i = 0; i < 4096 && found < 0; i++) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
-		f = fopen(path, "r");
-		if (!f)
-			break;
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = 0;
-		fclose(f);
-		if (strncmp(buf, gid, strlen(gid)))
-			continue;
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
-			 dev, i);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(type, sizeof(type), f) &&
-		    !strncmp(type, "RoCE v2", 7))
-			found = i;
-		fclose(f);
-	}
-	return found;
-}
-
 /*
  * IPv6 addresses on the veth of rc_suite.h, and policy routing for them as
  * for IPv4: ib_core resolves an AH's destination through the routing
@@ -1679,8 +1647,8 @@ static void ud_ipv6_setup(void)
 	}
 	deadline = rc_now_ms() + RC_TIMEOUT_MS;
 	do {
-		ud_gid6_idx[0] = ud_find_gid6(rc_cfg.name[0], gid[0]);
-		ud_gid6_idx[1] = ud_find_gid6(rc_cfg.name[1], gid[1]);
+		ud_gid6_idx[0] = rc_find_gid_prefix(rc_cfg.name[0], gid[0]);
+		ud_gid6_idx[1] = rc_find_gid_prefix(rc_cfg.name[1], gid[1]);
 		if (ud_gid6_idx[0] >= 0 && ud_gid6_idx[1] >= 0)
 			break;
 		usleep(100 * 1000);

@@ -291,13 +291,27 @@ roce_v2_ipv4_gid()
 	return 1
 }
 
+# The servers tool_pair started; stop_servers SIGNAL kills what is left.
+servers=()
+stop_servers()
+{
+	local p
+
+	for p in "${servers[@]}"; do
+		kill -s "$1" "$p" 2>/dev/null
+	done
+}
+
+# rdma_links_del DEV...: delete these RDMA devices if they exist, quietly.
+rdma_links_del() { printf 'link delete %s\n' "$@" | rdma -f -b - >/dev/null 2>&1; }
+
 # tcp_listening PORT: something listens on TCP port PORT.
 tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
 
 # tool_pair READY PORT DESC PATTERN SERVER_CMD... -- CLIENT_CMD...: start
-# the server in the background (its PID goes to the caller's array servers,
-# for its cleanup), wait until "READY PORT" says it listens, run the client
-# in the foreground.  Both must exit 0 within SERVER_TIMEOUT and
+# the server in the background (its PID goes to servers, for stop_servers
+# in the caller's cleanup), wait until "READY PORT" says it listens, run
+# the client in the foreground.  Both must exit 0 within SERVER_TIMEOUT and
 # CLIENT_TIMEOUT seconds, the client's output must match PATTERN (an ERE),
 # neither output may match TOOL_BAD (an ERE, any case; unset: no check),
 # else both outputs are shown.  The server gets TOOL_SRV_ARGS, the client

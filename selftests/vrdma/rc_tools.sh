@@ -34,16 +34,10 @@ D0=${TYPE}tt0 D1=${TYPE}tt1
 
 # veth_routed, veth_routed_del: lib.sh.
 
-servers=()
 cleanup()
 {
-	local p
-
-	for p in "${servers[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" |
-		rdma -f -b - >/dev/null 2>&1
+	stop_servers TERM
+	rdma_links_del "$D0" "$D1"
 	veth_routed_del "$N0" 221 110
 	[ -z "$loaded_rxe" ] || rmmod rdma_rxe 2>/dev/null
 	return 0

@@ -34,16 +34,10 @@ use_device_type
 D0=${TYPE}cm0 D1=${TYPE}cm1
 modprobe rdma_ucm || exit 1
 
-servers=()
 cleanup()
 {
-	local p
-
-	for p in "${servers[@]}"; do
-		kill -9 "$p" 2>/dev/null
-	done
-	printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" |
-		rdma -f -b - >/dev/null 2>&1
+	stop_servers KILL
+	rdma_links_del "$D0" "$D1"
 	veth_routed_del "$N0" 223 130
 	[ -z "$loaded_rxe" ] || rmmod rdma_rxe 2>/dev/null
 	return 0
@@ -225,7 +219,7 @@ kill_test "rping server killed mid-run: client ends, nothing left" server
 run_cm "rping -V -C 10 $D1 <- $D0 after the kills" "rdma-ping-9:" \
 	$(rping_srv "$IP1" 10) -- $(rping_cli "$IP1" 10) -I "$IP0"
 
-printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" | rdma -b - >/dev/null 2>&1
+rdma_links_del "$D0" "$D1"
 C=/sys/class/infiniband
 check "$D0 and $D1 deleted" wait_until 10 sh -c "[ ! -e $C/$D0 ] && [ ! -e $C/$D1 ]"
 log=$(dmesg | grep -Ei 'ib_mad|ib_cm|mad agent|WARNING|BUG' )

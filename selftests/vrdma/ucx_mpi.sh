@@ -39,16 +39,10 @@ command -v ucx_perftest >/dev/null || skip_all "ucx-utils not installed"
 ! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1
 vrdma_load || exit 1
 
-servers=()
 cleanup()
 {
-	local p
-
-	for p in "${servers[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" |
-		rdma -f -b - >/dev/null 2>&1
+	stop_servers TERM
+	rdma_links_del "$D0" "$D1"
 	ip link del "$N0" 2>/dev/null
 	ip netns del "$NS" 2>/dev/null
 	return 0

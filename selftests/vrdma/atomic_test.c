@@ -64,15 +64,9 @@ FIXTURE_VARIANT_ADD(atomic, two_devices) {
 
 FIXTURE_SETUP(atomic)
 {
-	rc_dev_open(_metadata, &self->d0, 0);
-	self->da = &self->d0;
 	self->two = variant->two_devices;
-	if (self->two) {
-		rc_dev_open(_metadata, &self->d1, 1);
-		self->db = &self->d1;
-	} else {
-		self->db = &self->d0;
-	}
+	rc_ends_open(_metadata, &self->d0, &self->d1, &self->da, &self->db,
+		     self->two);
 }
 
 static void env_destroy(struct at_env *e)
@@ -949,24 +943,6 @@ FIXTURE_TEARDOWN(replay)
 		replay_cleanup();
 }
 
-/* A counter of @dev, or -1. */
-static long long hw_counter(const char *dev, const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 /*
  * Lose @percent % of what B sends, at random: netem on the egress of B's
  * veth end. B only answers (READ responses, ATOMIC ACKNOWLEDGEs), so only
@@ -1073,9 +1049,9 @@ static void replay_case(struct __test_metadata *_metadata,
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	}
 
-	rep0 = hw_counter(RP_DEV1, "atomic_replayed");
-	miss0 = hw_counter(RP_DEV1, "atomic_replay_missed");
-	dup0 = hw_counter(RP_DEV1, "duplicate_requests");
+	rep0 = rc_hw_counter(RP_DEV1, "atomic_replayed");
+	miss0 = rc_hw_counter(RP_DEV1, "atomic_replay_missed");
+	dup0 = rc_hw_counter(RP_DEV1, "duplicate_requests");
 	drop_responses(_metadata, 20);
 	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, wr, &bad));
 	got = rc_poll(e->p.a.scq, wc, n, 12 * RC_TIMEOUT_MS);
@@ -1110,9 +1086,9 @@ static void replay_case(struct __test_metadata *_metadata,
 		       rd64(e->rb.p + roff), v);
 	}
 
-	rep1 = hw_counter(RP_DEV1, "atomic_replayed");
-	miss1 = hw_counter(RP_DEV1, "atomic_replay_missed");
-	dup1 = hw_counter(RP_DEV1, "duplicate_requests");
+	rep1 = rc_hw_counter(RP_DEV1, "atomic_replayed");
+	miss1 = rc_hw_counter(RP_DEV1, "atomic_replay_missed");
+	dup1 = rc_hw_counter(RP_DEV1, "duplicate_requests");
 	TH_LOG("duplicate requests %lld, atomics answered from the cache "
 	       "%lld, not found %lld", dup1 - dup0, rep1 - rep0,
 	       miss1 - miss0);

@@ -17,6 +17,7 @@
 #include <infiniband/verbs.h>
 
 #include "kselftest_harness.h"
+#include "gid_lib.h"
 #include "ko_lib.h"
 
 #define DEV_NAME "vrdmat0"
@@ -28,21 +29,6 @@ static int sh(const char *cmd)
 	int rc = system(cmd);
 
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
-static struct ibv_context *open_by_name(const char *name)
-{
-	struct ibv_device **list, **d;
-	struct ibv_context *ctx = NULL;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (d = list; *d; d++)
-		if (!strcmp(ibv_get_device_name(*d), name))
-			ctx = ibv_open_device(*d);
-	ibv_free_device_list(list);
-	return ctx;
 }
 
 /*
@@ -90,7 +76,7 @@ FIXTURE_SETUP(dev)
 	ASSERT_EQ(0, sh("ip link add vdt0 type veth peer name vdt1 && "
 			"ip link set vdt0 up && ip link set vdt1 up"));
 	ASSERT_EQ(0, sh("rdma link add " DEV_NAME " type vrdma netdev vdt0"));
-	self->ctx = open_by_name(DEV_NAME);
+	self->ctx = rc_open_by_name(DEV_NAME);
 	ASSERT_NE(NULL, self->ctx) {
 		TH_LOG("ibv_open_device(%s) failed", DEV_NAME);
 	}

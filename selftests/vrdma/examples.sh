@@ -14,21 +14,9 @@ for e in $EXAMPLES; do
 	[ -x "$BIN/$e" ] || skip_all "$BIN/$e not built (make selftests)"
 done
 TYPE=${VRDMA_TEST_TYPE:-vrdma}
-# rdma_rxe and vrdma both bind UDP port 4791: never both at once.
-case $TYPE in
-vrdma)
-	! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1
-	vrdma_load || exit 1
-	;;
-rxe)
-	vrdma_unload || exit 1
-	modprobe rdma_rxe || skip_all "rdma_rxe is not available"
-	export RDMAV_DRIVERS=
-	;;
-*)
-	skip_all "VRDMA_TEST_TYPE must be vrdma or rxe"
-	;;
-esac
+use_device_type
+# On rxe, the rxe provider, not ours.
+[ "$TYPE" = vrdma ] || export RDMAV_DRIVERS=
 
 veth_pair vrdex_a vrdex_b || exit 1
 ip addr add 10.221.0.1/24 dev vrdex_a
@@ -42,5 +30,5 @@ for e in $EXAMPLES; do
 done
 check "$TYPE device deleted" rdma link delete "$DEV"
 ip link delete vrdex_a
-[ "$TYPE" = vrdma ] || rmmod rdma_rxe
+[ -z "$loaded_rxe" ] || rmmod rdma_rxe
 finish

@@ -27,12 +27,37 @@ NSB=vrdmafaultsb	# the bystander's peer
 loops=${VRDMA_FAULTS_LOOPS:-2}
 slow=${VRDMA_TEST_SLOW:-1}
 
+# pair_down NS N0 D0 D1 / pair_up NS N0 N1 NET HEX D0 D1: vrdma devices D0
+# on netdev N0 (NET.1/24, here) and D1 on its veth peer N1 (NET.2/24, in
+# namespace NS), up once both have an IPv4 GID (NET in hex: HEX).
+pair_down()
+{
+	rdma link delete "$3" 2>/dev/null
+	ip netns exec "$1" rdma link delete "$4" 2>/dev/null
+	ip link del "$2" 2>/dev/null
+	ip netns del "$1" 2>/dev/null
+}
+
+pair_up()
+{
+	local ns=$1 n0=$2 n1=$3 net=$4 hex=$5 d0=$6 d1=$7
+	local c=/sys/class/infiniband
+
+	ip netns add "$ns" &&
+		ip link add "$n0" type veth peer name "$n1" netns "$ns" &&
+		ip addr add "$net.1/24" dev "$n0" && ip link set "$n0" up &&
+		ip -n "$ns" addr add "$net.2/24" dev "$n1" &&
+		ip -n "$ns" link set "$n1" up && ip -n "$ns" link set lo up &&
+		rdma link add "$d0" type vrdma netdev "$n0" &&
+		ip netns exec "$ns" rdma link add "$d1" type vrdma netdev "$n1" &&
+		wait_until $((10 * slow)) sh -c "
+			grep -q ':ffff:$hex:' $c/$d0/ports/1/gids/* 2>/dev/null &&
+			grep -q ':ffff:$hex:' $c/$d1/ports/1/gids/* 2>/dev/null"
+}
+
 victim_down()
 {
-	rdma link delete vrdmafa0 2>/dev/null
-	ip netns exec $NS rdma link delete vrdmafa1 2>/dev/null
-	ip link del fa0 2>/dev/null
-	ip netns del $NS 2>/dev/null
+	pair_down $NS fa0 vrdmafa0 vrdmafa1
 	# The devices go with their netdevs, asynchronously.
 	wait_until $((10 * slow)) sh -c '! ls /sys/class/infiniband | grep -q vrdmafa'
 }
@@ -40,30 +65,12 @@ victim_down()
 victim_up()
 {
 	victim_down
-	ip netns add $NS &&
-		ip link add fa0 type veth peer name fa1 netns $NS &&
-		ip addr add 10.220.0.1/24 dev fa0 && ip link set fa0 up &&
-		ip -n $NS addr add 10.220.0.2/24 dev fa1 &&
-		ip -n $NS link set fa1 up && ip -n $NS link set lo up &&
-		rdma link add vrdmafa0 type vrdma netdev fa0 &&
-		ip netns exec $NS rdma link add vrdmafa1 type vrdma netdev fa1 &&
-		wait_until $((10 * slow)) sh -c \
-			'grep -q ":ffff:0adc:" /sys/class/infiniband/vrdmafa0/ports/1/gids/* 2>/dev/null &&
-			 grep -q ":ffff:0adc:" /sys/class/infiniband/vrdmafa1/ports/1/gids/* 2>/dev/null'
+	pair_up $NS fa0 fa1 10.220.0 0adc vrdmafa0 vrdmafa1
 }
 
 bystander_up()
 {
-	ip netns add $NSB &&
-		ip link add fb0 type veth peer name fb1 netns $NSB &&
-		ip addr add 10.221.0.1/24 dev fb0 && ip link set fb0 up &&
-		ip -n $NSB addr add 10.221.0.2/24 dev fb1 &&
-		ip -n $NSB link set fb1 up && ip -n $NSB link set lo up &&
-		rdma link add vrdmafb0 type vrdma netdev fb0 &&
-		ip netns exec $NSB rdma link add vrdmafb1 type vrdma netdev fb1 &&
-		wait_until $((10 * slow)) sh -c \
-			'grep -q ":ffff:0add:" /sys/class/infiniband/vrdmafb0/ports/1/gids/* 2>/dev/null &&
-			 grep -q ":ffff:0add:" /sys/class/infiniband/vrdmafb1/ports/1/gids/* 2>/dev/null'
+	pair_up $NSB fb0 fb1 10.221.0 0add vrdmafb0 vrdmafb1
 }
 
 cleanup()
@@ -71,10 +78,7 @@ cleanup()
 	[ -z "${by_pid:-}" ] || kill -9 "$by_pid" 2>/dev/null
 	[ -z "${vic_pid:-}" ] || kill -9 "$vic_pid" 2>/dev/null
 	victim_down
-	rdma link delete vrdmafb0 2>/dev/null
-	ip netns exec $NSB rdma link delete vrdmafb1 2>/dev/null
-	ip link del fb0 2>/dev/null
-	ip netns del $NSB 2>/dev/null
+	pair_down $NSB fb0 vrdmafb0 vrdmafb1
 }
 
 # gone PID: the process has ended (a zombie has).

@@ -133,39 +133,6 @@ static inline int fz_sh(const char *cmd)
 
 /* ---- the device ------------------------------------------------------ */
 
-static inline struct ibv_context *fz_open(const char *name)
-{
-	struct ibv_device **list, **d;
-	struct ibv_context *ctx = NULL;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (d = list; *d; d++)
-		if (!strcmp(ibv_get_device_name(*d), name))
-			ctx = ibv_open_device(*d);
-	ibv_free_device_list(list);
-	return ctx;
-}
-
-/* A counter of port 1 of @dev, or -1. */
-static inline long long fz_counter(const char *dev, const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 /* rc_find_gid(): gid_lib.h. */
 
 /* ---- a plain RC (or UC) connection ----------------------------------- */
@@ -336,7 +303,7 @@ static inline int fz_live_run(const char *dev_a, const char *dev_b)
 			.qp_type = IBV_QPT_RC,
 		};
 
-		ctx[i] = fz_open(dev);
+		ctx[i] = rc_open_by_name(dev);
 		gi[i] = rc_find_gid(dev);
 		if (!ctx[i] || gi[i] < 0 ||
 		    ibv_query_gid(ctx[i], 1, gi[i], &gid[i]) ||

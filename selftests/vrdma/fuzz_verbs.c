@@ -691,7 +691,7 @@ static void child(const char *dev, uint64_t seed, double secs)
 	double end = fz_now() + secs;
 
 	fz_seed(&rng, seed);
-	p.ctx = fz_open(dev);
+	p.ctx = rc_open_by_name(dev);
 	p.gid_idx = rc_find_gid(dev);
 	if (!p.ctx || p.gid_idx < 0 || ibv_query_port(p.ctx, 1, &port) ||
 	    ibv_query_gid(p.ctx, 1, p.gid_idx, &p.gid) ||

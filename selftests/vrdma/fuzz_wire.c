@@ -51,11 +51,11 @@
 #include <sys/socket.h>
 
 #include "fuzz_lib.h"
+#include "wire_lib.h"
 
 #define NS		"vrdmafuzz"
 #define IP0		"10.219.0.1"	/* DEV0's netdev */
 #define IP1		"10.219.0.2"	/* DEV1's, in NS: where packets come from */
-#define ROCE_PORT	4791
 #define PEER_QPN	0x4343		/* the targets' peer: nobody */
 #define ROUND_PKTS	2000
 #define REGION		(64 << 10)	/* one region's mapping */
@@ -90,27 +90,6 @@ struct target {
 	uint32_t rc_rq_psn, rc_sq_psn, uc_rq_psn;
 	uint32_t rc_exp, uc_exp;	/* the PSNs the responders expect */
 };
-
-static uint32_t crc_table[256];
-
-static void crc_init(void)
-{
-	uint32_t c;
-	int i, j;
-
-	for (i = 0; i < 256; i++) {
-		for (c = i, j = 0; j < 8; j++)
-			c = c & 1 ? 0xedb88320 ^ (c >> 1) : c >> 1;
-		crc_table[i] = c;
-	}
-}
-
-static uint32_t crc32_le(uint32_t crc, const uint8_t *p, size_t n)
-{
-	while (n--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return crc;
-}
 
 /* Extension header bytes of BTH opcode @op (IBA table 38), or -1. */
 static int ext_len(uint8_t op)
@@ -216,13 +195,14 @@ struct fuzz_stats {
 static int fuzz_one(struct fz_rng *r, struct target *t,
 		    struct fuzz_stats *st)
 {
-	uint8_t pkt[2048], mask[40];
+	uint8_t pkt[2048], *bth = pkt + WIRE_HDR_LEN - 12, *p;
 	struct iphdr *ip = (struct iphdr *)pkt;
 	struct udphdr *udp = (struct udphdr *)(ip + 1);
-	uint8_t *bth = (uint8_t *)(udp + 1), *p;
 	struct sockaddr_in to = { .sin_family = AF_INET };
-	uint32_t qpn, psn, plen, pad, len, crc, mtu = 256u << g.mtu;
-	int op, el, i, bad_icrc = 0, damaged = 0;
+	uint32_t qpn, psn, plen, pad, len, mtu = 256u << g.mtu;
+	int op, el, bad_icrc = 0, damaged = 0;
+	struct in_addr src;
+	uint16_t id, sport;
 	uint32_t *exp = NULL;
 
 	/* Which QP, which opcode, which PSN. */
@@ -283,20 +263,13 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		plen = 1400 - el;
 	pad = (4 - plen % 4) % 4;
 
-	len = sizeof(*ip) + sizeof(*udp) + 12 + el + plen + pad + 4;
+	len = WIRE_HDR_LEN + el + plen + pad + 4;
 	memset(pkt, 0, len);
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->tot_len = htons(len);
-	ip->id = htons(1 + fz_below(r, 65535));
-	ip->frag_off = htons(IP_DF);
-	ip->ttl = 64;
-	ip->protocol = IPPROTO_UDP;
-	inet_pton(AF_INET, IP1, &ip->saddr);
-	inet_pton(AF_INET, IP0, &ip->daddr);
-	udp->source = htons(0xc000 | fz_below(r, 0x4000));
-	udp->dest = htons(ROCE_PORT);
-	udp->len = htons(len - sizeof(*ip));
+	id = 1 + fz_below(r, 65535);
+	sport = 0xc000 | fz_below(r, 0x4000);
+	inet_pton(AF_INET, IP1, &src);
+	inet_pton(AF_INET, IP0, &to.sin_addr);
+	wire_ip_udp(pkt, len, &src, &to.sin_addr, id, sport);
 
 	bth[0] = op;
 	bth[1] = pad << 4;
@@ -355,20 +328,7 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		damaged = 1;
 	}
 
-	/* The ICRC: 8 bytes of 1s for the LRH, then the masked headers. */
-	memcpy(mask, pkt, sizeof(*ip) + sizeof(*udp) + 12);
-	((struct iphdr *)mask)->tos = 0xff;
-	((struct iphdr *)mask)->ttl = 0xff;
-	((struct iphdr *)mask)->check = 0xffff;
-	((struct udphdr *)(mask + sizeof(*ip)))->check = 0xffff;
-	mask[sizeof(*ip) + sizeof(*udp) + 4] = 0xff;
-	crc = crc32_le(0xffffffff, (const uint8_t *)"\xff\xff\xff\xff"
-		       "\xff\xff\xff\xff", 8);
-	crc = crc32_le(crc, mask, sizeof(*ip) + sizeof(*udp) + 12);
-	crc = crc32_le(crc, bth + 12, p - (bth + 12));
-	crc = ~crc;
-	for (i = 0; i < 4; i++)
-		p[i] = crc >> (8 * i);
+	wire_icrc(pkt, len);
 	if (fz_one_in(r, 16)) {
 		p[fz_below(r, 4)] ^= 1 << fz_below(r, 8);
 		bad_icrc = 1;
@@ -397,7 +357,6 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 	     (op & 0x1f) == 0x14 || (op & 0x1f) >= 0x16))
 		*exp = (*exp + 1) & 0xffffff;
 
-	inet_pton(AF_INET, IP0, &to.sin_addr);
 	st->sent++;
 	if (sendto(g.raw, pkt, len, 0, (struct sockaddr *)&to,
 		   sizeof(to)) != (ssize_t)len) {
@@ -703,9 +662,8 @@ int main(int argc, char **argv)
 	printf("TAP version 13\n# fuzz_wire %s %s %s %#llx: seed %#llx\n",
 	       dev0, dev1, argv[3], (unsigned long long)seed,
 	       (unsigned long long)seed);
-	crc_init();
 
-	g.ctx = fz_open(dev0);
+	g.ctx = rc_open_by_name(dev0);
 	g.gid_idx = rc_find_gid(dev0);
 	if (!g.ctx || g.gid_idx < 0 || ibv_query_port(g.ctx, 1, &port)) {
 		printf("Bail out! cannot open %s\n", dev0);
@@ -725,7 +683,7 @@ int main(int argc, char **argv)
 	}
 	bad_keys += stale_rotate() != 0;
 	for (i = 0; i < NDROP; i++)
-		before[i] = fz_counter(dev0, drop_counters[i]);
+		before[i] = rc_hw_counter(dev0, drop_counters[i]);
 	live = fz_live_start(dev0, dev1);
 
 	while (fz_now() < end && st.sent < max_pkts) {
@@ -781,7 +739,7 @@ int main(int argc, char **argv)
 	}
 	usleep(300 * 1000);
 	for (i = 0; i < NDROP; i++) {
-		long long d = fz_counter(dev0, drop_counters[i]) - before[i];
+		long long d = rc_hw_counter(dev0, drop_counters[i]) - before[i];
 
 		printf("# %s +%lld\n", drop_counters[i], d);
 		if (!strcmp(drop_counters[i], "icrc_errors"))

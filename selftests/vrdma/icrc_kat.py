@@ -104,23 +104,33 @@ def ip_datagram(frame, linktype):
     return None
 
 
-def pcap_packets(path):
-    """Yield the IP datagrams of a classic pcap file."""
+def read_pcap(path):
+    """Yield (timestamp, frame, linktype) from a classic pcap file."""
     with open(path, "rb") as f:
         data = f.read()
     magic = data[:4]
     if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
-        endian = "<"
+        e = "<"
     elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
-        endian = ">"
+        e = ">"
     else:
         raise ValueError(f"{path}: not a pcap file (pcapng is not read)")
-    linktype = struct.unpack_from(endian + "I", data, 20)[0] & 0x0FFFFFFF
+    nano = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+    snaplen, linktype = struct.unpack_from(e + "II", data, 16)
+    linktype &= 0x0FFFFFFF
     off = 24
     while off + 16 <= len(data):
-        incl = struct.unpack_from(endian + "I", data, off + 8)[0]
+        sec, frac, incl, orig = struct.unpack_from(e + "IIII", data, off)
         frame = data[off + 16:off + 16 + incl]
         off += 16 + incl
+        if incl < orig:
+            raise ValueError(f"{path}: truncated frame (snaplen {snaplen})")
+        yield sec + frac / (1e9 if nano else 1e6), frame, linktype
+
+
+def pcap_packets(path):
+    """Yield the IP datagrams of a classic pcap file."""
+    for _, frame, linktype in read_pcap(path):
         dgram = ip_datagram(frame, linktype)
         if dgram is not None:
             yield dgram

@@ -77,4 +77,40 @@ static inline int vrdma_ko_load(const char **why)
 	return 0;
 }
 
+/*
+ * Make @type ("vrdma" or "rxe") the RoCE driver in use: both bind UDP port
+ * 4791, so the other one is unloaded first.  *@loaded_rxe tells whether
+ * this loaded rdma_rxe (and the caller should unload it at the end).
+ * Return: 0; 1 with the reason in @why when the test should be skipped
+ * (no rdma_rxe, an unknown @type); -1 with the reason when it fails.
+ */
+static inline int vrdma_ko_use(const char *type, const char **why,
+			       int *loaded_rxe)
+{
+	*loaded_rxe = 0;
+	if (!strcmp(type, "rxe")) {
+		if (vrdma_ko_loaded("vrdma") && system("rmmod vrdma") != 0) {
+			*why = "vrdma is loaded and cannot be unloaded";
+			return -1;
+		}
+		if (!vrdma_ko_loaded("rdma_rxe")) {
+			if (system("modprobe rdma_rxe") != 0) {
+				*why = "rdma_rxe is not available";
+				return 1;
+			}
+			*loaded_rxe = 1;
+		}
+		return 0;
+	}
+	if (strcmp(type, "vrdma")) {
+		*why = "VRDMA_TEST_TYPE must be vrdma or rxe";
+		return 1;
+	}
+	if (vrdma_ko_loaded("rdma_rxe") && system("rmmod rdma_rxe") != 0) {
+		*why = "rdma_rxe is loaded and cannot be unloaded";
+		return -1;
+	}
+	return vrdma_ko_load(why);
+}
+
 #endif /* VRDMA_KO_LIB_H */

@@ -13,6 +13,18 @@
 
 set -u
 
+# A long test that boots a VM of its own (make check-long runs it on the
+# host) sets VRDMA_OWN_VM to that VM's timeout in seconds (times
+# VRDMA_TEST_SLOW) before it sources lib.sh: on the host, it then runs
+# again inside a VM (scripts/vm-run, logs in out/NAME[-TYPE]).
+if [ -n "${VRDMA_OWN_VM:-}" ] && [ -z "${VRDMA_VM:-}" ]; then
+	_name=$(basename "$0" .sh)
+	cd "$(dirname "$0")/../.." || exit 1
+	exec scripts/vm-run --timeout $((VRDMA_OWN_VM * ${VRDMA_TEST_SLOW:-1})) \
+		--out "out/$_name${VRDMA_TEST_TYPE:+-$VRDMA_TEST_TYPE}" \
+		"selftests/vrdma/$_name.sh"
+fi
+
 VRDMA_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 VRDMA_KO=${VRDMA_KO:-$VRDMA_TOP/vrdma.ko}
 # Load our provider from the build tree, not from an installed copy.
@@ -164,6 +176,28 @@ veth_pair()
 		ip link set "$1" up && ip link set "$2" up
 }
 
+# veth_dev_up A B IP DEV: a veth pair A-B, both ends up, IP/24 on A and the
+# RDMA device DEV of type $TYPE on A, its port ACTIVE within 20 s.
+veth_dev_up()
+{
+	ip link add "$1" type veth peer name "$2" &&
+		ip addr add "$3/24" dev "$1" &&
+		ip link set "$1" up && ip link set "$2" up &&
+		rdma link add "$4" type "$TYPE" netdev "$1" &&
+		wait_until 20 port_active "$4"
+}
+
+# need_modules MODULE...: skip the test unless every MODULE is available.
+need_modules()
+{
+	local m
+
+	for m in "$@"; do
+		modinfo "$m" >/dev/null 2>&1 ||
+			skip_all "module $m is not available"
+	done
+}
+
 # ib_devices: the names of all ib devices, space separated, sorted.
 ib_devices()
 {
@@ -175,6 +209,9 @@ port_state()
 {
 	rdma link show "$1/1" 2>/dev/null | sed -n 's/.* state \([A-Z_]*\).*/\1/p'
 }
+
+# port_active DEV: DEV's port is ACTIVE.
+port_active() { [ "$(port_state "$1")" = ACTIVE ]; }
 
 # devinfo_field DEV FIELD: one "field: value" of ibv_devinfo -v.
 devinfo_field()
@@ -252,4 +289,82 @@ roce_v2_ipv4_gid()
 		fi
 	done < <(grep -l '^0000:0000:0000:0000:0000:ffff:' "$d"/gids/* 2>/dev/null)
 	return 1
+}
+
+# The servers tool_pair started; stop_servers SIGNAL kills what is left.
+servers=()
+stop_servers()
+{
+	local p
+
+	for p in "${servers[@]}"; do
+		kill -s "$1" "$p" 2>/dev/null
+	done
+}
+
+# rdma_links_del DEV...: delete these RDMA devices if they exist, quietly.
+rdma_links_del() { printf 'link delete %s\n' "$@" | rdma -f -b - >/dev/null 2>&1; }
+
+# tcp_listening PORT: something listens on TCP port PORT.
+tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
+
+# tool_pair READY PORT DESC PATTERN SERVER_CMD... -- CLIENT_CMD...: start
+# the server in the background (its PID goes to servers, for stop_servers
+# in the caller's cleanup), wait until "READY PORT" says it listens, run
+# the client in the foreground.  Both must exit 0 within SERVER_TIMEOUT and
+# CLIENT_TIMEOUT seconds, the client's output must match PATTERN (an ERE),
+# neither output may match TOOL_BAD (an ERE, any case; unset: no check),
+# else both outputs are shown.  The server gets TOOL_SRV_ARGS, the client
+# TOOL_CLI_ARGS appended (arrays, e.g. the port).  TOOL_WAIT (default 30)
+# is how long the server may take to listen, and to end once the client is
+# done; TOOL_SHOW=1 shows the client's lines that match PATTERN.
+tool_pair()
+{
+	local ready=$1 lport=$2 desc=$3 pat=$4 srv=() spid rc src slog clog
+	local t0 wait=${TOOL_WAIT:-30}
+
+	shift 4
+	while [ "$1" != "--" ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	slog=$(mktemp)
+	clog=$(mktemp)
+	t0=$SECONDS
+	timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" "${TOOL_SRV_ARGS[@]}" \
+		>"$slog" 2>&1 &
+	spid=$!
+	servers+=("$spid")
+	if ! wait_until "$wait" "$ready" "$lport"; then
+		echo "# server not listening on $lport: ${srv[*]}"
+		sed 's/^/#   /' "$slog"
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		tap_result 1 "$desc"
+		rm -f "$slog" "$clog"
+		return
+	fi
+	timeout -k 5 "$CLIENT_TIMEOUT" "$@" "${TOOL_CLI_ARGS[@]}" >"$clog" 2>&1
+	rc=$?
+	# The server ends on its own once the client is done; if the client
+	# failed, it may wait for ever: give it a few seconds.
+	wait_until $((rc ? 5 : wait)) sh -c "! kill -0 $spid" ||
+		kill "$spid" 2>/dev/null
+	wait "$spid"
+	src=$?
+	if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ] ||
+	   ! grep -Eq -- "$pat" "$clog" ||
+	   { [ -n "${TOOL_BAD:-}" ] &&
+	     grep -Eqi -- "$TOOL_BAD" "$clog" "$slog"; }; then
+		echo "# client ($*) -> exit $rc"
+		sed 's/^/#   /' "$clog"
+		echo "# server (${srv[*]}) -> exit $src"
+		sed 's/^/#   /' "$slog"
+		tap_result 1 "$desc"
+	else
+		[ -z "${TOOL_SHOW:-}" ] || grep -E -- "$pat" "$clog" | sed 's/^/# /'
+		tap_result 0 "$desc ($((SECONDS - t0)) s)"
+	fi
+	rm -f "$slog" "$clog"
 }

@@ -294,7 +294,7 @@ static void test_keys(void)
  */
 static void test_rings(const char *dev)
 {
-	struct ibv_context *other = fz_open(dev);
+	struct ibv_context *other = rc_open_by_name(dev);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
 	struct vrdma_uring *r;
 	const uint8_t *p;
@@ -432,7 +432,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s DEV\n", argv[0]);
 		return 2;
 	}
-	ctx = fz_open(argv[1]);
+	ctx = rc_open_by_name(argv[1]);
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	if (!pd || ibv_query_device(ctx, &attr)) {
 		printf("Bail out! cannot open %s\n", argv[1]);

@@ -83,15 +83,9 @@ FIXTURE_SETUP(mw)
 	/* Each test runs in a child of its own: this is the child's copy. */
 	rc_cfg.ex = variant->ex;
 	memset(&self->e, 0, sizeof(self->e));
-	rc_dev_open(_metadata, &self->d0, 0);
-	self->da = &self->d0;
 	self->two = variant->two_devices;
-	if (self->two) {
-		rc_dev_open(_metadata, &self->d1, 1);
-		self->db = &self->d1;
-	} else {
-		self->db = &self->d0;
-	}
+	rc_ends_open(_metadata, &self->d0, &self->d1, &self->da, &self->db,
+		     self->two);
 }
 
 FIXTURE_TEARDOWN(mw)
@@ -101,9 +95,7 @@ FIXTURE_TEARDOWN(mw)
 	for (i = 0; i < 2; i++)
 		if (self->mw[i])
 			ibv_dealloc_mw(self->mw[i]);
-	rc_pair_destroy(&self->e.p);
-	rc_buf_free(&self->e.ba);
-	rc_buf_free(&self->e.bb);
+	rc_env_destroy(&self->e);
 	rc_dev_close(&self->d1);
 	rc_dev_close(&self->d0);
 }
@@ -112,11 +104,8 @@ FIXTURE_TEARDOWN(mw)
 static void env_create(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(mw) *self, int b_access, size_t size)
 {
-	struct rc_env *e = &self->e;
-
-	rc_pair_create(_metadata, &e->p, self->da, self->db, NULL);
-	rc_buf_alloc(_metadata, &e->ba, self->da->pd, size, RC_ACCESS_ALL);
-	rc_buf_alloc(_metadata, &e->bb, self->db->pd, size, b_access);
+	rc_env_create(_metadata, &self->e, self->da, self->db, NULL, size,
+		      RC_ACCESS_ALL, b_access);
 }
 
 /*

@@ -15,14 +15,9 @@
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, validates the test).
 # NFSRDMA_SIZE_MB: the size of the file (default 8).
 #
-# make check-long runs it on the host: it then boots a VM (scripts/vm-run,
+# make check-long runs it on the host: lib.sh then boots a VM (scripts/vm-run,
 # output in out/nfsrdma) and runs itself there.
-if [ -z "${VRDMA_VM:-}" ]; then
-	cd "$(dirname "$0")/../.." || exit 1
-	exec scripts/vm-run --timeout $((900 * ${VRDMA_TEST_SLOW:-1})) \
-		--out "out/nfsrdma${VRDMA_TEST_TYPE:+-$VRDMA_TEST_TYPE}" \
-		selftests/vrdma/nfsrdma.sh
-fi
+VRDMA_OWN_VM=900
 . "$(dirname "$0")/lib.sh"
 
 TYPE=${VRDMA_TEST_TYPE:-vrdma}
@@ -37,9 +32,7 @@ for c in rpc.nfsd rpc.mountd exportfs rpcbind mount.nfs; do
 	command -v "$c" >/dev/null ||
 		skip_all "$c is not installed (nfs-kernel-server, rpcbind)"
 done
-for m in nfsd rpcrdma nfsv4; do
-	modinfo "$m" >/dev/null 2>&1 || skip_all "module $m is not available"
-done
+need_modules nfsd rpcrdma nfsv4
 
 use_device_type
 DEV=${TYPE}0
@@ -73,19 +66,7 @@ cleanup()
 }
 trap cleanup EXIT
 
-port_active()
-{
-	[ "$(port_state "$DEV")" = ACTIVE ]
-}
-
-dev_up()
-{
-	ip link add "$NETDEV" type veth peer name "$PEER" &&
-		ip addr add "$IP/24" dev "$NETDEV" &&
-		ip link set "$NETDEV" up && ip link set "$PEER" up &&
-		rdma link add "$DEV" type "$TYPE" netdev "$NETDEV" &&
-		wait_until 20 port_active
-}
+dev_up() { veth_dev_up "$NETDEV" "$PEER" "$IP" "$DEV"; }
 
 # rdma_res: how many QPs, CQs, MRs and PDs the device has.
 rdma_res()

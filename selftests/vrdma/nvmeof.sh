@@ -20,14 +20,9 @@
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, validates the test).
 # NVMEOF_SIZE_MB: how much of the disk fio covers (default 8).
 #
-# make check-long runs it on the host: it then boots a VM (scripts/vm-run,
+# make check-long runs it on the host: lib.sh then boots a VM (scripts/vm-run,
 # output in out/nvmeof) and runs itself there.
-if [ -z "${VRDMA_VM:-}" ]; then
-	cd "$(dirname "$0")/../.." || exit 1
-	exec scripts/vm-run --timeout $((1500 * ${VRDMA_TEST_SLOW:-1})) \
-		--out "out/nvmeof${VRDMA_TEST_TYPE:+-$VRDMA_TEST_TYPE}" \
-		selftests/vrdma/nvmeof.sh
-fi
+VRDMA_OWN_VM=1500
 . "$(dirname "$0")/lib.sh"
 
 TYPE=${VRDMA_TEST_TYPE:-vrdma}
@@ -43,9 +38,7 @@ CFG=/sys/kernel/config/nvmet
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
 command -v nvme >/dev/null || skip_all "nvme-cli is not installed"
 command -v fio >/dev/null || skip_all "fio is not installed"
-for m in nvmet nvmet-rdma nvme-rdma null_blk; do
-	modinfo "$m" >/dev/null 2>&1 || skip_all "module $m is not available"
-done
+need_modules nvmet nvmet-rdma nvme-rdma null_blk
 
 use_device_type
 DEV=${TYPE}0
@@ -77,23 +70,11 @@ cleanup()
 trap cleanup EXIT
 
 # dev_up: the netdev with its address and the device on it.
-dev_up()
-{
-	ip link add "$NETDEV" type veth peer name "$PEER" &&
-		ip addr add "$IP/24" dev "$NETDEV" &&
-		ip link set "$NETDEV" up && ip link set "$PEER" up &&
-		rdma link add "$DEV" type "$TYPE" netdev "$NETDEV" &&
-		wait_until 20 port_active
-}
+dev_up() { veth_dev_up "$NETDEV" "$PEER" "$IP" "$DEV"; }
 
 link_up()
 {
-	ip link set "$NETDEV" up && wait_until 20 port_active
-}
-
-port_active()
-{
-	[ "$(port_state "$DEV")" = ACTIVE ]
+	ip link set "$NETDEV" up && wait_until 20 port_active "$DEV"
 }
 
 # target_up: subsystem NQN, namespace 1 on /dev/nullb0, rdma port 1.

@@ -24,6 +24,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,66 @@ static inline int rc_sh(const char *cmd)
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+static inline int rc_shf(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+/* rc_sh() of a printf format. */
+static inline int rc_shf(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return rc_sh(cmd);
+}
+
+/*
+ * rc_cfg from the environment: the device type (VRDMA_TEST_TYPE, vrdma by
+ * default) and VRDMA_TEST_SLOW.  Return: NULL, or why the tests cannot run.
+ */
+static inline const char *rc_cfg_env(void)
+{
+	const char *type = getenv("VRDMA_TEST_TYPE");
+	const char *slow = getenv("VRDMA_TEST_SLOW");
+
+	rc_cfg.type = type && *type ? type : "vrdma";
+	rc_cfg.is_rxe = !strcmp(rc_cfg.type, "rxe");
+	rc_cfg.slow = slow ? atoi(slow) : 1;
+	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
+		return "VRDMA_TEST_SLOW must be 1..64";
+	if (getuid() != 0)
+		return "must run as root (in the VM)";
+	return NULL;
+}
+
+/*
+ * "PROGRAM NAME..." runs only the tests named (the 6.1 harness has no
+ * filter of its own): the others are unlinked from their fixture's list.
+ */
+static inline void rc_only_tests(int argc, char **argv)
+{
+	struct __fixture_metadata *f;
+	struct __test_metadata *t, **link;
+	int i, keep;
+
+	if (argc < 2)
+		return;
+	for (f = __fixture_list; f; f = f->next) {
+		link = &f->tests;
+		for (t = f->tests; t; t = t->next) {
+			for (keep = 0, i = 1; i < argc && !keep; i++)
+				keep = !strcmp(argv[i], t->name);
+			if (keep) {
+				*link = t;
+				link = &t->next;
+			}
+		}
+		*link = NULL;
+	}
+}
+
 /* ---- devices -------------------------------------------------------- */
 
 struct rc_dev {
@@ -83,21 +144,6 @@ struct rc_dev {
 	union ibv_gid gid;
 	int owned;		/* we opened ctx (not an alias of another) */
 };
-
-static inline struct ibv_context *rc_open_by_name(const char *name)
-{
-	struct ibv_device **list, **d;
-	struct ibv_context *ctx = NULL;
-
-	list = ibv_get_device_list(NULL);
-	if (!list)
-		return NULL;
-	for (d = list; *d; d++)
-		if (!strcmp(ibv_get_device_name(*d), name))
-			ctx = ibv_open_device(*d);
-	ibv_free_device_list(list);
-	return ctx;
-}
 
 static inline void rc_dev_open(struct __test_metadata *_metadata,
 			       struct rc_dev *d, int i)
@@ -128,6 +174,23 @@ static inline void rc_dev_close(struct rc_dev *d)
 	if (d->ctx)
 		ibv_close_device(d->ctx);
 	memset(d, 0, sizeof(*d));
+}
+
+/*
+ * A fixture's two ends: device 0 (@d0) as @a, and device 1 (@d1) as @b
+ * with @two, else @a again (loopback on one device).
+ */
+static inline void rc_ends_open(struct __test_metadata *_metadata,
+				struct rc_dev *d0, struct rc_dev *d1,
+				struct rc_dev **a, struct rc_dev **b, int two)
+{
+	rc_dev_open(_metadata, d0, 0);
+	*a = d0;
+	*b = d0;
+	if (two) {
+		rc_dev_open(_metadata, d1, 1);
+		*b = d1;
+	}
 }
 
 static inline int rc_max_sge(const struct rc_dev *d)
@@ -980,6 +1043,28 @@ struct rc_env {
 	struct rc_buf ba, bb;
 };
 
+/*
+ * A pair from @da to @db (@o may be NULL) and a @size buffer on each side,
+ * A's with @a_access, B's with @b_access.
+ */
+static inline void rc_env_create(struct __test_metadata *_metadata,
+				 struct rc_env *e, struct rc_dev *da,
+				 struct rc_dev *db, const struct rc_opts *o,
+				 size_t size, int a_access, int b_access)
+{
+	memset(e, 0, sizeof(*e));
+	rc_pair_create(_metadata, &e->p, da, db, o);
+	rc_buf_alloc(_metadata, &e->ba, da->pd, size, a_access);
+	rc_buf_alloc(_metadata, &e->bb, db->pd, size, b_access);
+}
+
+static inline void rc_env_destroy(struct rc_env *e)
+{
+	rc_buf_free(&e->ba);
+	rc_buf_free(&e->bb);
+	rc_pair_destroy(&e->p);
+}
+
 struct rc_xfer {
 	enum ibv_wr_opcode op;
 	size_t len;
@@ -1161,6 +1246,72 @@ static inline void rc_xfer(struct __test_metadata *_metadata,
 	}
 	free(img);
 	free(inl);
+}
+
+/*
+ * SEND, SEND with immediate, WRITE and WRITE with immediate of @len bytes
+ * of inline data, the last three from @nsge buffers; seeds and wr_ids from
+ * @k on.
+ */
+static inline void rc_xfer_inline(struct __test_metadata *_metadata,
+				  struct rc_env *e, size_t len, int nsge, int k)
+{
+	rc_xfer(_metadata, e, &(struct rc_xfer){
+		.op = IBV_WR_SEND, .len = len, .lsge = 1,
+		.rsge = 1, .loff = 1, .roff = 1,
+		.flags = IBV_SEND_INLINE, .seed = 3000 + k,
+		.wr_id = 0x30000 + 16 * k,
+	});
+	rc_xfer(_metadata, e, &(struct rc_xfer){
+		.op = IBV_WR_SEND_WITH_IMM, .len = len,
+		.lsge = nsge, .rsge = 2, .slack = 3, .loff = 2,
+		.roff = 5, .imm = k, .flags = IBV_SEND_INLINE,
+		.seed = 3001 + k, .wr_id = 0x30000 + 16 * (k + 1),
+	});
+	rc_xfer(_metadata, e, &(struct rc_xfer){
+		.op = IBV_WR_RDMA_WRITE, .len = len, .lsge = nsge,
+		.loff = 3, .roff = 7, .flags = IBV_SEND_INLINE,
+		.seed = 3002 + k, .wr_id = 0x30000 + 16 * (k + 2),
+	});
+	rc_xfer(_metadata, e, &(struct rc_xfer){
+		.op = IBV_WR_RDMA_WRITE_WITH_IMM, .len = len,
+		.lsge = nsge, .loff = 3, .roff = 7, .imm = ~k,
+		.flags = IBV_SEND_INLINE, .seed = 3003 + k,
+		.wr_id = 0x30000 + 16 * (k + 3),
+	});
+}
+
+/*
+ * An inline SEND one byte longer than the @max granted is refused when it
+ * is posted (by ibv_post_send(), or with rc_cfg.ex by wr_complete), nothing
+ * is sent, and the QP carries on.
+ */
+static inline void rc_inline_too_long(struct __test_metadata *_metadata,
+				      struct rc_env *e, size_t max)
+{
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+	uint8_t *buf;
+
+	buf = calloc(1, max + 1);
+	ASSERT_NE(NULL, buf);
+	sge.addr = (uintptr_t)buf;
+	sge.length = max + 1;
+	sge.lkey = 0;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 0x3ffff;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+	EXPECT_NE(0, rc_post(&e->p.a, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+	free(buf);
+	EXPECT_CQ_EMPTY(e->p.a.scq, "refused inline send");
+	rc_xfer(_metadata, e, &(struct rc_xfer){
+		.op = IBV_WR_SEND, .len = 100, .lsge = 1, .rsge = 1,
+		.seed = 3999, .wr_id = 0x3fff0,
+	});
 }
 
 #endif /* RC_LIB_H */

@@ -50,11 +50,6 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#include "ko_lib.h"
-#include "rc_lib.h"
-
-struct rc_config rc_cfg;
-
 #define NS		"vrdmaloss"
 #define NETDEV0		"rlt0"		/* in the initial namespace */
 #define NETDEV1		"rlt1"		/* in NS */
@@ -65,61 +60,21 @@ struct rc_config rc_cfg;
 #define MAC0		"02:00:0a:d9:00:01"
 #define MAC1		"02:00:0a:d9:00:02"
 
+#include "ns_suite.h"
+
 /* The impairment of the stream; delay makes netem's reordering act. */
 #define NETEM_MANGLE	"delay 1ms reorder 10% loss 5% duplicate 2%"
-
-static int shf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int shf(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return rc_sh(cmd);
-}
-
-/*
- * Permanent neighbour entries both ways: address resolution (ib_core's, at
- * RTR, and the IP stack's) must not depend on ARP packets netem drops.
- */
-static int static_neigh(void)
-{
-	return shf("ip neigh replace " IP1 " lladdr " MAC1 " dev " NETDEV0
-		   " nud permanent && ip -n " NS " neigh replace " IP0
-		   " lladdr " MAC0 " dev " NETDEV1 " nud permanent");
-}
 
 /* netem with @params on both ends, or none for NULL. */
 static int netem(const char *params)
 {
 	if (!params)
-		return shf("{ tc qdisc del dev " NETDEV0 " root; "
-			   "tc -n " NS " qdisc del dev " NETDEV1 " root; "
-			   "} 2>/dev/null; true");
-	return shf("tc qdisc replace dev " NETDEV0 " root netem %s && "
-		   "tc -n " NS " qdisc replace dev " NETDEV1 " root netem %s",
-		   params, params);
-}
-
-/* A counter of port 1 of @dev (sysfs hw_counters), or -1. */
-static long long counter(const char *dev, const char *name)
-{
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+		return rc_sh("{ tc qdisc del dev " NETDEV0 " root; "
+			     "tc -n " NS " qdisc del dev " NETDEV1 " root; "
+			     "} 2>/dev/null; true");
+	return rc_shf("tc qdisc replace dev " NETDEV0 " root netem %s && "
+		      "tc -n " NS " qdisc replace dev " NETDEV1 " root netem %s",
+		      params, params);
 }
 
 /* Counter @name of port 1 of @dev as "rdma statistic" shows it, or -1. */
@@ -163,8 +118,8 @@ static void counters_read(struct counters *c)
 	unsigned int i;
 
 	for (i = 0; i < NCOUNTERS; i++) {
-		c->v[0][i] = counter(DEV0, counter_names[i]);
-		c->v[1][i] = counter(DEV1, counter_names[i]);
+		c->v[0][i] = rc_hw_counter(DEV0, counter_names[i]);
+		c->v[1][i] = rc_hw_counter(DEV1, counter_names[i]);
 	}
 }
 
@@ -180,7 +135,7 @@ static long long counters_delta(const struct counters *before, int d,
 			break;
 	if (i == NCOUNTERS)
 		return -1;
-	now.v[d][i] = counter(d ? DEV1 : DEV0, name);
+	now.v[d][i] = rc_hw_counter(d ? DEV1 : DEV0, name);
 	return now.v[d][i] - before->v[d][i];
 }
 
@@ -216,17 +171,10 @@ FIXTURE_SETUP(loss)
 {
 	memset(&self->e, 0, sizeof(self->e));
 	ASSERT_EQ(0, netem(NULL));
-	ASSERT_EQ(0, static_neigh());
+	ASSERT_EQ(0, ns_static_neigh());
 	counters_read(&self->before);
 	rc_dev_open(_metadata, &self->d0, 0);
 	rc_dev_open(_metadata, &self->d1, 1);
-}
-
-static void env_destroy(struct rc_env *e)
-{
-	rc_buf_free(&e->ba);
-	rc_buf_free(&e->bb);
-	rc_pair_destroy(&e->p);
 }
 
 FIXTURE_TEARDOWN(loss)
@@ -234,8 +182,8 @@ FIXTURE_TEARDOWN(loss)
 	if (!_metadata->passed)
 		counters_log(_metadata, &self->before);
 	netem(NULL);
-	shf("ip link set " NETDEV0 " up");
-	env_destroy(&self->e);
+	rc_sh("ip link set " NETDEV0 " up");
+	rc_env_destroy(&self->e);
 	rc_dev_close(&self->d1);
 	rc_dev_close(&self->d0);
 }
@@ -810,8 +758,8 @@ TEST_F_TIMEOUT(loss, total_loss, 120)
 	EXPECT_EQ(o.retry_cnt, counters_delta(&before, 0, "retransmits"));
 	EXPECT_EQ(1, counters_delta(&before, 0, "retry_exceeded"));
 	/* What users see (netlink) is what sysfs shows. */
-	EXPECT_EQ(counter(DEV0, "timeouts"), rdma_stat(DEV0, "timeouts"));
-	EXPECT_EQ(counter(DEV0, "retry_exceeded"),
+	EXPECT_EQ(rc_hw_counter(DEV0, "timeouts"), rdma_stat(DEV0, "timeouts"));
+	EXPECT_EQ(rc_hw_counter(DEV0, "retry_exceeded"),
 		  rdma_stat(DEV0, "retry_exceeded"));
 	/* B saw nothing, and is fine. */
 	EXPECT_EQ(0, counters_delta(&before, 1, "rcvd_pkts"));
@@ -839,7 +787,7 @@ static void flap_start(void *arg)
 {
 	struct flap *f = arg;
 
-	if (shf("ip link set " NETDEV0 " down"))
+	if (rc_sh("ip link set " NETDEV0 " down"))
 		return;
 	f->pid = fork();
 	if (f->pid == 0) {
@@ -906,12 +854,12 @@ TEST_F_TIMEOUT(loss, link_down, 120)
 	for (i = 0; i < 4; i++)
 		ASSERT_EQ(0, rc_post_recv(&e->p.b, 100 + i, &e->bb, 32768,
 					  8192));
-	ASSERT_EQ(0, shf("ip link set " NETDEV0 " down"));
+	ASSERT_EQ(0, rc_sh("ip link set " NETDEV0 " down"));
 	counters_read(&before);
 	t0 = rc_now_ms();
 	post_four(_metadata, e);
 	expect_retry_exceeded(_metadata, e, 4, t0, budget);
-	ASSERT_EQ(0, shf("ip link set " NETDEV0 " up"));
+	ASSERT_EQ(0, rc_sh("ip link set " NETDEV0 " up"));
 	counters_log(_metadata, &before);
 	EXPECT_EQ(o.retry_cnt + 1, counters_delta(&before, 0, "timeouts"));
 	EXPECT_EQ(1, counters_delta(&before, 0, "retry_exceeded"));
@@ -978,7 +926,7 @@ static void still_works(struct __test_metadata *_metadata,
 	env_create(_metadata, self, &e, &o, 0x1000, 0x2000, ST_A_SIZE,
 		   ST_B_SIZE);
 	st_run(_metadata, &e, &so, &res);
-	env_destroy(&e);
+	rc_env_destroy(&e);
 }
 
 #define BUSY_ROUNDS	50
@@ -1005,7 +953,7 @@ TEST_F_TIMEOUT(loss, destroy_in_flight, 900)
 			ibv_destroy_qp(e.p.b.qp);
 			e.p.b.qp = NULL;
 		}
-		env_destroy(&e);
+		rc_env_destroy(&e);
 	}
 	counters_log(_metadata, &before);
 	EXPECT_EQ(0, qps_left());
@@ -1108,61 +1056,26 @@ TEST_F_TIMEOUT(loss, kill_in_flight, 900)
 
 /* ---- setup, in the parent before the tests fork ------------------------- */
 
-static int set_up;
-
 static void suite_teardown(void)
 {
 	if (!set_up)
 		return;
-	shf("{ rdma link delete " DEV0 "; rdma link delete " DEV1 "; "
-	    "ip link del " NETDEV0 "; ip netns del " NS "; } >/dev/null 2>&1");
+	rc_sh("{ rdma link delete " DEV0 "; rdma link delete " DEV1 "; "
+	      "ip link del " NETDEV0 "; ip netns del " NS "; } >/dev/null 2>&1");
 	set_up = 0;
-}
-
-static void bail(const char *msg, int code)
-{
-	suite_teardown();
-	printf("TAP version 13\n%s %s\n",
-	       code == KSFT_SKIP ? "1..0 # SKIP" : "Bail out!", msg);
-	exit(code);
 }
 
 static void suite_setup(void)
 {
-	const char *slow = getenv("VRDMA_TEST_SLOW");
-	const char *why;
 	double deadline;
 
-	rc_cfg.type = "vrdma";
-	rc_cfg.slow = slow ? atoi(slow) : 1;
-	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
-		bail("VRDMA_TEST_SLOW must be 1..64", KSFT_SKIP);
-	if (getuid() != 0)
-		bail("must run as root (in the VM)", KSFT_SKIP);
+	ns_suite_env(0);
 	if (rc_sh("modprobe sch_netem") != 0)
 		bail("no sch_netem", KSFT_SKIP);
-	if (vrdma_ko_loaded("rdma_rxe") && rc_sh("rmmod rdma_rxe") != 0)
-		bail("rdma_rxe is loaded and cannot be unloaded", KSFT_FAIL);
-	if (vrdma_ko_load(&why))
-		bail(why, KSFT_FAIL);
 	snprintf(rc_cfg.name[0], sizeof(rc_cfg.name[0]), DEV0);
 	snprintf(rc_cfg.name[1], sizeof(rc_cfg.name[1]), DEV1);
 
-	set_up = 1;
-	suite_teardown();
-	set_up = 1;
-	if (rc_sh("ip netns add " NS " && ip -batch - <<EOF\n"
-		  "link add " NETDEV0 " address " MAC0 " type veth peer name "
-		  NETDEV1 " address " MAC1 " netns " NS "\n"
-		  "addr add " IP0 "/24 dev " NETDEV0 "\n"
-		  "link set " NETDEV0 " up\n"
-		  "EOF\n"
-		  "ip -n " NS " -batch - <<EOF\n"
-		  "link set lo up\n"
-		  "addr add " IP1 "/24 dev " NETDEV1 "\n"
-		  "link set " NETDEV1 " up\n"
-		  "EOF"))
-		bail("veth/netns setup failed", KSFT_FAIL);
+	ns_veth_setup();
 	if (rc_sh("rdma link add " DEV0 " type vrdma netdev " NETDEV0 " && "
 		  "ip netns exec " NS " rdma link add " DEV1
 		  " type vrdma netdev " NETDEV1))
@@ -1183,40 +1096,7 @@ static void suite_setup(void)
 	       loss_bytes() >> 20);
 }
 
-/*
- * "rc_loss_test NAME..." runs only the tests named (the 6.1 harness has no
- * filter of its own): the others are unlinked from their fixture's list.
- */
-static void select_tests(int argc, char **argv)
-{
-	struct __fixture_metadata *f;
-	struct __test_metadata *t, **link;
-	int i, keep;
-
-	if (argc < 2)
-		return;
-	for (f = __fixture_list; f; f = f->next) {
-		link = &f->tests;
-		for (t = f->tests; t; t = t->next) {
-			for (keep = 0, i = 1; i < argc && !keep; i++)
-				keep = !strcmp(argv[i], t->name);
-			if (keep) {
-				*link = t;
-				link = &t->next;
-			}
-		}
-		*link = NULL;
-	}
-}
-
 int main(int argc, char **argv)
 {
-	int ret;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	select_tests(argc, argv);
-	suite_setup();
-	ret = test_harness_run(argc, argv);
-	suite_teardown();
-	return ret;
+	return ns_suite_main(argc, argv);
 }

@@ -32,20 +32,6 @@ struct rc_config rc_cfg;
 static int rc_set_up;
 static int rc_loaded_rxe;
 
-static int rc_shf(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-static int rc_shf(const char *fmt, ...)
-{
-	char cmd[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return rc_sh(cmd);
-}
-
 /*
  * Few processes: each one costs about half a second under TCG with the root
  * on 9p, so ip and rdma commands go in batches.
@@ -100,41 +86,20 @@ static void rc_fail(const char *msg)
 
 static void suite_setup(void)
 {
-	const char *type = getenv("VRDMA_TEST_TYPE");
-	const char *prefix, *why, *slow = getenv("VRDMA_TEST_SLOW");
+	const char *why = rc_cfg_env();
 	double deadline;
+	int ret;
 
-	if (!type || !*type)
-		type = "vrdma";
-	rc_cfg.type = type;
-	rc_cfg.is_rxe = !strcmp(type, "rxe");
-	rc_cfg.slow = slow ? atoi(slow) : 1;
-	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
-		rc_bail("VRDMA_TEST_SLOW must be 1..64");
-	if (getuid() != 0)
-		rc_bail("must run as root (in the VM)");
-
-	if (rc_cfg.is_rxe) {
-		prefix = "rxerc";
-		if (vrdma_ko_loaded("vrdma") && rc_sh("rmmod vrdma") != 0)
-			rc_fail("vrdma is loaded and cannot be unloaded");
-		if (!vrdma_ko_loaded("rdma_rxe")) {
-			if (rc_sh("modprobe rdma_rxe") != 0)
-				rc_bail("rdma_rxe is not available");
-			rc_loaded_rxe = 1;
-		}
-	} else if (!strcmp(type, "vrdma")) {
-		prefix = "vrdmarc";
-		/* rxe and vrdma both bind UDP port 4791. */
-		if (vrdma_ko_loaded("rdma_rxe") && rc_sh("rmmod rdma_rxe") != 0)
-			rc_fail("rdma_rxe is loaded and cannot be unloaded");
-		if (vrdma_ko_load(&why))
-			rc_fail(why);
-	} else {
-		rc_bail("VRDMA_TEST_TYPE must be vrdma or rxe");
-	}
-	snprintf(rc_cfg.name[0], sizeof(rc_cfg.name[0]), "%s0", prefix);
-	snprintf(rc_cfg.name[1], sizeof(rc_cfg.name[1]), "%s1", prefix);
+	if (why)
+		rc_bail(why);
+	ret = vrdma_ko_use(rc_cfg.type, &why, &rc_loaded_rxe);
+	if (ret > 0)
+		rc_bail(why);
+	if (ret)
+		rc_fail(why);
+	/* vrdmarc0 and vrdmarc1, or rxerc0 and rxerc1 */
+	snprintf(rc_cfg.name[0], sizeof(rc_cfg.name[0]), "%src0", rc_cfg.type);
+	snprintf(rc_cfg.name[1], sizeof(rc_cfg.name[1]), "%src1", rc_cfg.type);
 
 	/* Leftovers of an earlier run. */
 	rc_set_up = 1;
@@ -173,7 +138,8 @@ static void suite_setup(void)
 	if (rc_shf("rdma -b - <<EOF\n"
 		   "link add %s type %s netdev " NETDEV0 "\n"
 		   "link add %s type %s netdev " NETDEV1 "\n"
-		   "EOF", rc_cfg.name[0], type, rc_cfg.name[1], type))
+		   "EOF", rc_cfg.name[0], rc_cfg.type, rc_cfg.name[1],
+		   rc_cfg.type))
 		rc_fail("rdma link add failed");
 
 	deadline = rc_now_ms() + RC_TIMEOUT_MS;
@@ -187,7 +153,7 @@ static void suite_setup(void)
 		usleep(100 * 1000);
 	}
 	printf("# %s: %s (" NETDEV0 ", " IP0 ", GID %d) and %s (" NETDEV1
-	       ", " IP1 ", GID %d)\n", type, rc_cfg.name[0],
+	       ", " IP1 ", GID %d)\n", rc_cfg.type, rc_cfg.name[0],
 	       rc_cfg.gid_idx[0], rc_cfg.name[1], rc_cfg.gid_idx[1]);
 	fflush(stdout);
 }

@@ -66,22 +66,9 @@ FIXTURE_VARIANT_ADD(rc, two_devices) {
 FIXTURE_SETUP(rc)
 {
 	memset(&self->e, 0, sizeof(self->e));
-	rc_dev_open(_metadata, &self->d0, 0);
-	self->da = &self->d0;
 	self->two = variant->two_devices;
-	if (self->two) {
-		rc_dev_open(_metadata, &self->d1, 1);
-		self->db = &self->d1;
-	} else {
-		self->db = &self->d0;
-	}
-}
-
-static void env_destroy(struct rc_env *e)
-{
-	rc_buf_free(&e->ba);
-	rc_buf_free(&e->bb);
-	rc_pair_destroy(&e->p);
+	rc_ends_open(_metadata, &self->d0, &self->d1, &self->da, &self->db,
+		     self->two);
 }
 
 static int set_mtu(struct __test_metadata *_metadata, FIXTURE_DATA(rc) *self,
@@ -91,7 +78,7 @@ FIXTURE_TEARDOWN(rc)
 {
 	if (self->mtu_changed)
 		set_mtu(_metadata, self, 1500, IBV_MTU_1024);
-	env_destroy(&self->e);
+	rc_env_destroy(&self->e);
 	rc_dev_close(&self->d1);
 	rc_dev_close(&self->d0);
 }
@@ -101,10 +88,8 @@ static void env_create(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(rc) *self, struct rc_env *e,
 		       const struct rc_opts *o, size_t size)
 {
-	memset(e, 0, sizeof(*e));
-	rc_pair_create(_metadata, &e->p, self->da, self->db, o);
-	rc_buf_alloc(_metadata, &e->ba, self->da->pd, size, RC_ACCESS_ALL);
-	rc_buf_alloc(_metadata, &e->bb, self->db->pd, size, RC_ACCESS_ALL);
+	rc_env_create(_metadata, e, self->da, self->db, o, size, RC_ACCESS_ALL,
+		      RC_ACCESS_ALL);
 }
 
 static int mtu_bytes(const struct rc_dev *d)
@@ -139,7 +124,7 @@ static void fresh_pair_works(struct __test_metadata *_metadata,
 		.op = IBV_WR_RDMA_READ, .len = 3001, .lsge = 2,
 		.loff = 5, .roff = 7, .seed = 902, .wr_id = 0x910,
 	});
-	env_destroy(&e);
+	rc_env_destroy(&e);
 }
 
 /* An rkey/lkey that is none of @e's keys. */
@@ -507,10 +492,7 @@ TEST_F_TIMEOUT(rc, reads_in_flight, 120)
 TEST_F(rc, inline_data)
 {
 	struct rc_opts o = { .max_inline = 256 };
-	struct ibv_sge sge;
-	struct ibv_send_wr wr, *bad = NULL;
 	size_t max, sizes[7];
-	uint8_t *buf;
 	unsigned int i;
 	int k = 0;
 
@@ -529,52 +511,10 @@ TEST_F(rc, inline_data)
 	for (i = 0; i < 7; i++, k += 4) {
 		int nsge = sizes[i] >= 3 ? 3 : 1;
 
-		rc_xfer(_metadata, &self->e, &(struct rc_xfer){
-			.op = IBV_WR_SEND, .len = sizes[i], .lsge = 1,
-			.rsge = 1, .loff = 1, .roff = 1,
-			.flags = IBV_SEND_INLINE, .seed = 3000 + k,
-			.wr_id = 0x30000 + 16 * k,
-		});
-		rc_xfer(_metadata, &self->e, &(struct rc_xfer){
-			.op = IBV_WR_SEND_WITH_IMM, .len = sizes[i],
-			.lsge = nsge, .rsge = 2, .slack = 3, .loff = 2,
-			.roff = 5, .imm = k, .flags = IBV_SEND_INLINE,
-			.seed = 3001 + k, .wr_id = 0x30000 + 16 * (k + 1),
-		});
-		rc_xfer(_metadata, &self->e, &(struct rc_xfer){
-			.op = IBV_WR_RDMA_WRITE, .len = sizes[i], .lsge = nsge,
-			.loff = 3, .roff = 7, .flags = IBV_SEND_INLINE,
-			.seed = 3002 + k, .wr_id = 0x30000 + 16 * (k + 2),
-		});
-		rc_xfer(_metadata, &self->e, &(struct rc_xfer){
-			.op = IBV_WR_RDMA_WRITE_WITH_IMM, .len = sizes[i],
-			.lsge = nsge, .loff = 3, .roff = 7, .imm = ~k,
-			.flags = IBV_SEND_INLINE, .seed = 3003 + k,
-			.wr_id = 0x30000 + 16 * (k + 3),
-		});
+		rc_xfer_inline(_metadata, &self->e, sizes[i], nsge, k);
 	}
 
-	/* One byte more than granted is refused at post time. */
-	buf = calloc(1, max + 1);
-	ASSERT_NE(NULL, buf);
-	sge.addr = (uintptr_t)buf;
-	sge.length = max + 1;
-	sge.lkey = 0;
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 0x3ffff;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND;
-	wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
-	EXPECT_NE(0, ibv_post_send(self->e.p.a.qp, &wr, &bad));
-	EXPECT_EQ(&wr, bad);
-	free(buf);
-	EXPECT_CQ_EMPTY(self->e.p.a.scq, "refused inline send");
-	/* ... and the QP carries on. */
-	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
-		.op = IBV_WR_SEND, .len = 100, .lsge = 1, .rsge = 1,
-		.seed = 3999, .wr_id = 0x3fff0,
-	});
+	rc_inline_too_long(_metadata, &self->e, max);
 }
 
 /* ---- many WRs, unsignaled WRs ------------------------------------------ */

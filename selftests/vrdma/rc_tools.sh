@@ -33,18 +33,11 @@ use_device_type
 D0=${TYPE}tt0 D1=${TYPE}tt1
 
 # veth_routed, veth_routed_del: lib.sh.
-listening() { ss -Hltn "sport = :$1" | grep -q .; }
 
-servers=()
 cleanup()
 {
-	local p
-
-	for p in "${servers[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" |
-		rdma -f -b - >/dev/null 2>&1
+	stop_servers TERM
+	rdma_links_del "$D0" "$D1"
 	veth_routed_del "$N0" 221 110
 	[ -z "$loaded_rxe" ] || rmmod rdma_rxe 2>/dev/null
 	return 0
@@ -69,55 +62,15 @@ echo "# $TYPE: $D0 ($N0 $IP0 GID $G0), $D1 ($N1 $IP1 GID $G1)"
 
 port=18700
 
-# run_pair DESC PATTERN SERVER_CMD... -- CLIENT_CMD...: start the server in
-# the background on TCP port $port, wait until it listens, run the client
-# (which connects to 127.0.0.1:$port) in the foreground; both must exit 0
-# within their timeouts and the client's output must match PATTERN.
+# run_pair DESC PATTERN SERVER_CMD... -- CLIENT_CMD...: tool_pair (lib.sh)
+# on TCP port $port, the next one each time; the client connects to it on
+# 127.0.0.1.
+TOOL_BAD='invalid data'
 run_pair()
 {
-	local desc=$1 pat=$2 srv=() spid rc src slog clog t0 grace
-	shift 2
-	while [ "$1" != "--" ]; do
-		srv+=("$1")
-		shift
-	done
-	shift
-	slog=$(mktemp)
-	clog=$(mktemp)
-	t0=$SECONDS
-	timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" -p "$port" >"$slog" 2>&1 &
-	spid=$!
-	servers+=("$spid")
-	if ! wait_until 30 listening "$port"; then
-		echo "# server not listening on $port: ${srv[*]}"
-		sed 's/^/#   /' "$slog"
-		kill "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		tap_result 1 "$desc"
-		rm -f "$slog" "$clog"
-		port=$((port + 1))
-		return
-	fi
-	timeout -k 5 "$CLIENT_TIMEOUT" "$@" -p "$port" 127.0.0.1 >"$clog" 2>&1
-	rc=$?
-	# The server ends on its own once the client is done; if the client
-	# failed, it may wait for ever: give it a few seconds.
-	grace=3
-	[ "$rc" -ne 0 ] || grace=30
-	wait_until "$grace" sh -c "! kill -0 $spid" || kill "$spid" 2>/dev/null
-	wait "$spid"
-	src=$?
-	if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ] ||
-	   ! grep -Eq -- "$pat" "$clog" || grep -q 'invalid data' "$clog" "$slog"; then
-		echo "# client ($*) -> exit $rc"
-		sed 's/^/#   /' "$clog"
-		echo "# server (${srv[*]}) -> exit $src"
-		sed 's/^/#   /' "$slog"
-		tap_result 1 "$desc"
-	else
-		tap_result 0 "$desc ($((SECONDS - t0)) s)"
-	fi
-	rm -f "$slog" "$clog"
+	TOOL_SRV_ARGS=(-p "$port")
+	TOOL_CLI_ARGS=(-p "$port" 127.0.0.1)
+	tool_pair tcp_listening "$port" "$@"
 	port=$((port + 1))
 }
 

@@ -65,11 +65,6 @@
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
-#include "ko_lib.h"
-#include "rc_lib.h"
-
-struct rc_config rc_cfg;
-
 #define NS		"vrdmawire"
 #define NETDEV0		"rwt0"		/* in the initial namespace */
 #define NETDEV1		"rwt1"		/* in NS: the fake peer's */
@@ -79,8 +74,10 @@ struct rc_config rc_cfg;
 #define MAC1		"02:00:0a:da:00:02"
 #define DEV0		(rc_cfg.name[0])	/* vrdmawt0 or rxewt0 */
 #define PEER_QPN	0x4242
-#define ROCE_PORT	4791
 #define MTU		1024	/* the path MTU of a 1500 byte netdev */
+
+#include "ns_suite.h"
+#include "wire_lib.h"
 
 /* BTH opcodes of RC (IBA table 38) */
 enum {
@@ -101,27 +98,6 @@ static int peer_tx = -1, peer_rx = -1;	/* the fake peer's sockets */
 static uint32_t vrdma_qpn;		/* where its requests go */
 
 /* ---- packets ---------------------------------------------------------- */
-
-static uint32_t crc_table[256];
-
-static void crc_init(void)
-{
-	uint32_t c;
-	int i, j;
-
-	for (i = 0; i < 256; i++) {
-		for (c = i, j = 0; j < 8; j++)
-			c = c & 1 ? 0xedb88320 ^ (c >> 1) : c >> 1;
-		crc_table[i] = c;
-	}
-}
-
-static uint32_t crc32_le(uint32_t crc, const uint8_t *p, size_t n)
-{
-	while (n--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return crc;
-}
 
 /* The length of the extension headers of @op, as vrdma sends them. */
 static int ext_len(uint8_t op)
@@ -159,35 +135,25 @@ static uint16_t ip_id = 1;
 
 /*
  * Send @t to vrdma: IPv4 and UDP headers, BTH, extension headers, payload,
- * pad and the ICRC (over the IP, UDP and BTH headers with their variant
- * fields masked, then the rest), from the raw socket in the namespace.
+ * pad and the ICRC, from the raw socket in the namespace.
  */
 static int peer_send(const struct tx *t)
 {
-	uint8_t pkt[60 + 4096 + 64], mask[60];
-	struct iphdr *ip = (struct iphdr *)pkt;
-	struct udphdr *udp = (struct udphdr *)(ip + 1);
-	uint8_t *bth = (uint8_t *)(udp + 1), *p = bth + 12;
-	uint32_t pad = (4 - t->len % 4) % 4, len, crc, v;
+	uint8_t pkt[WIRE_HDR_LEN + 4096 + 64];
+	uint8_t *bth = pkt + WIRE_HDR_LEN - 12, *p = bth + 12;
+	uint32_t pad = (4 - t->len % 4) % 4, len, v;
 	struct sockaddr_in to = { .sin_family = AF_INET };
+	struct in_addr src;
 	int el = ext_len(t->op);
 
-	len = sizeof(*ip) + sizeof(*udp) + 12 + el + t->len + pad + 4;
+	len = WIRE_HDR_LEN + el + t->len + pad + 4;
 	memset(pkt, 0, len);
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->tot_len = htons(len);
 	if (!++ip_id)
 		ip_id = 1;
-	ip->id = htons(ip_id);	/* not 0, which the kernel would replace */
-	ip->frag_off = htons(IP_DF);
-	ip->ttl = 64;
-	ip->protocol = IPPROTO_UDP;
-	inet_pton(AF_INET, IP1, &ip->saddr);
-	inet_pton(AF_INET, IP0, &ip->daddr);
-	udp->source = htons(0xc000 | (PEER_QPN & 0x3fff));
-	udp->dest = htons(ROCE_PORT);
-	udp->len = htons(len - sizeof(*ip));
+	inet_pton(AF_INET, IP1, &src);
+	inet_pton(AF_INET, IP0, &to.sin_addr);
+	wire_ip_udp(pkt, len, &src, &to.sin_addr, ip_id,
+		    0xc000 | (PEER_QPN & 0x3fff));
 
 	bth[0] = t->op;
 	bth[1] = pad << 4;
@@ -222,26 +188,7 @@ static int peer_send(const struct tx *t)
 	p += el;
 	if (t->len)
 		memcpy(p, t->data, t->len);
-	p += t->len + pad;
-
-	/* The ICRC: 8 bytes of 1s for the LRH, then the masked headers. */
-	memcpy(mask, pkt, sizeof(*ip) + sizeof(*udp) + 12);
-	((struct iphdr *)mask)->tos = 0xff;
-	((struct iphdr *)mask)->ttl = 0xff;
-	((struct iphdr *)mask)->check = 0xffff;
-	((struct udphdr *)(mask + sizeof(*ip)))->check = 0xffff;
-	mask[sizeof(*ip) + sizeof(*udp) + 4] = 0xff;
-	crc = crc32_le(0xffffffff, (const uint8_t *)"\xff\xff\xff\xff"
-		       "\xff\xff\xff\xff", 8);
-	crc = crc32_le(crc, mask, sizeof(*ip) + sizeof(*udp) + 12);
-	crc = crc32_le(crc, bth + 12, p - (bth + 12));
-	crc = ~crc;
-	p[0] = crc;
-	p[1] = crc >> 8;
-	p[2] = crc >> 16;
-	p[3] = crc >> 24;
-
-	inet_pton(AF_INET, IP0, &to.sin_addr);
+	wire_icrc(pkt, len);
 	return sendto(peer_tx, pkt, len, 0, (struct sockaddr *)&to,
 		      sizeof(to)) == (ssize_t)len ? 0 : -1;
 }
@@ -332,21 +279,7 @@ static void peer_drain(void)
 /* A vrdma counter; rxe has other ones: 0 there, and see COUNTER_DELTA. */
 static long long counter(const char *name)
 {
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	if (rc_cfg.is_rxe)
-		return 0;
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", DEV0, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return rc_cfg.is_rxe ? 0 : rc_hw_counter(DEV0, name);
 }
 
 /* The increase of counter @name since @before: vrdma's only. */
@@ -1133,45 +1066,22 @@ TEST_F(wire, max_rd_atomic)
 
 /* ---- setup, in the parent before the tests fork ------------------------ */
 
-static int set_up;
-
-static int shf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int shf(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return rc_sh(cmd);
-}
-
 static void suite_teardown(void)
 {
 	if (!set_up)
 		return;
-	shf("{ rdma link delete %s; ip link del " NETDEV0 "; "
-	    "ip netns del " NS "; } >/dev/null 2>&1", DEV0);
-	if (rc_cfg.is_rxe)
+	rc_shf("{ rdma link delete %s; ip link del " NETDEV0 "; "
+	       "ip netns del " NS "; } >/dev/null 2>&1", DEV0);
+	if (loaded_rxe)
 		rc_sh("rmmod rdma_rxe 2>/dev/null");
 	set_up = 0;
-}
-
-static void bail(const char *msg, int code)
-{
-	suite_teardown();
-	printf("TAP version 13\n%s %s\n",
-	       code == KSFT_SKIP ? "1..0 # SKIP" : "Bail out!", msg);
-	exit(code);
 }
 
 /* The fake peer's sockets, in the namespace NS. */
 static int peer_sockets(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
-				 .sin_port = htons(ROCE_PORT) };
+				 .sin_port = htons(WIRE_ROCE_PORT) };
 	int self_ns, ns, ret = -1;
 
 	self_ns = open("/proc/self/ns/net", O_RDONLY);
@@ -1196,60 +1106,14 @@ out:
 
 static void suite_setup(void)
 {
-	const char *slow = getenv("VRDMA_TEST_SLOW");
-	const char *type = getenv("VRDMA_TEST_TYPE");
-	const char *why;
 	double deadline;
 
-	crc_init();
-	rc_cfg.type = type && *type ? type : "vrdma";
-	rc_cfg.is_rxe = !strcmp(rc_cfg.type, "rxe");
-	rc_cfg.slow = slow ? atoi(slow) : 1;
-	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
-		bail("VRDMA_TEST_SLOW must be 1..64", KSFT_SKIP);
-	if (getuid() != 0)
-		bail("must run as root (in the VM)", KSFT_SKIP);
-	if (rc_cfg.is_rxe) {
-		/* rxe and vrdma both bind UDP port 4791. */
-		if (vrdma_ko_loaded("vrdma") && rc_sh("rmmod vrdma") != 0)
-			bail("vrdma is loaded and cannot be unloaded",
-			     KSFT_FAIL);
-		if (rc_sh("modprobe rdma_rxe") != 0)
-			bail("rdma_rxe is not available", KSFT_SKIP);
-	} else if (!strcmp(rc_cfg.type, "vrdma")) {
-		if (vrdma_ko_loaded("rdma_rxe") &&
-		    rc_sh("rmmod rdma_rxe") != 0)
-			bail("rdma_rxe is loaded and cannot be unloaded",
-			     KSFT_FAIL);
-		if (vrdma_ko_load(&why))
-			bail(why, KSFT_FAIL);
-	} else {
-		bail("VRDMA_TEST_TYPE must be vrdma or rxe", KSFT_SKIP);
-	}
+	ns_suite_env(1);
 	snprintf(rc_cfg.name[0], sizeof(rc_cfg.name[0]), "%swt0",
 		 rc_cfg.type);
-
-	set_up = 1;
-	suite_teardown();
-	set_up = 1;
-	if (rc_sh("ip netns add " NS " && ip -batch - <<EOF\n"
-		  "link add " NETDEV0 " address " MAC0 " type veth peer name "
-		  NETDEV1 " address " MAC1 " netns " NS "\n"
-		  "addr add " IP0 "/24 dev " NETDEV0 "\n"
-		  "link set " NETDEV0 " up\n"
-		  "neigh replace " IP1 " lladdr " MAC1 " dev " NETDEV0
-		  " nud permanent\n"
-		  "EOF\n"
-		  "ip -n " NS " -batch - <<EOF\n"
-		  "link set lo up\n"
-		  "addr add " IP1 "/24 dev " NETDEV1 "\n"
-		  "link set " NETDEV1 " up\n"
-		  "neigh replace " IP0 " lladdr " MAC0 " dev " NETDEV1
-		  " nud permanent\n"
-		  "EOF"))
-		bail("veth/netns setup failed", KSFT_FAIL);
-	if (shf("rdma link add %s type %s netdev " NETDEV0, DEV0,
-		rc_cfg.type))
+	ns_veth_setup();
+	if (rc_shf("rdma link add %s type %s netdev " NETDEV0, DEV0,
+		   rc_cfg.type))
 		bail("rdma link add failed", KSFT_FAIL);
 	if (peer_sockets())
 		bail("the fake peer's sockets", KSFT_FAIL);
@@ -1262,37 +1126,7 @@ static void suite_setup(void)
 	}
 }
 
-/* "rc_wire_test NAME..." runs only the tests named. */
-static void select_tests(int argc, char **argv)
-{
-	struct __fixture_metadata *f;
-	struct __test_metadata *t, **link;
-	int i, keep;
-
-	if (argc < 2)
-		return;
-	for (f = __fixture_list; f; f = f->next) {
-		link = &f->tests;
-		for (t = f->tests; t; t = t->next) {
-			for (keep = 0, i = 1; i < argc && !keep; i++)
-				keep = !strcmp(argv[i], t->name);
-			if (keep) {
-				*link = t;
-				link = &t->next;
-			}
-		}
-		*link = NULL;
-	}
-}
-
 int main(int argc, char **argv)
 {
-	int ret;
-
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	select_tests(argc, argv);
-	suite_setup();
-	ret = test_harness_run(argc, argv);
-	suite_teardown();
-	return ret;
+	return ns_suite_main(argc, argv);
 }

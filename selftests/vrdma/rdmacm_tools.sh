@@ -34,16 +34,10 @@ use_device_type
 D0=${TYPE}cm0 D1=${TYPE}cm1
 modprobe rdma_ucm || exit 1
 
-servers=()
 cleanup()
 {
-	local p
-
-	for p in "${servers[@]}"; do
-		kill -9 "$p" 2>/dev/null
-	done
-	printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" |
-		rdma -f -b - >/dev/null 2>&1
+	stop_servers KILL
+	rdma_links_del "$D0" "$D1"
 	veth_routed_del "$N0" 223 130
 	[ -z "$loaded_rxe" ] || rmmod rdma_rxe 2>/dev/null
 	return 0
@@ -101,58 +95,20 @@ cm_listening()
 	rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "
 }
 
-# run_cm DESC PATTERN SERVER_CMD... -- CLIENT_CMD...: start the server in
-# the background (it gets "-p $port"), wait until it listens, run the
-# client (also "-p $port"); both must exit 0 within their timeouts, the
-# client's output must match PATTERN and neither may report bad data.
-# With FIXED_PORT=N in the environment, the tools get no -p (udaddy's -p
-# is a port space) and the server listens on N.
+# run_cm DESC PATTERN SERVER_CMD... -- CLIENT_CMD...: tool_pair (lib.sh)
+# with "-p $port" for both, the next port each time.  With FIXED_PORT=N in
+# the environment, the tools get no -p (udaddy's -p is a port space) and
+# the server listens on N.
+TOOL_BAD='mismatch|invalid data|error'
 run_cm()
 {
-	local desc=$1 pat=$2 srv=() spid rc src slog clog t0 grace
-	local lport=${FIXED_PORT:-$port} popt=(-p "$port")
-	shift 2
-	[ -z "${FIXED_PORT:-}" ] || popt=()
-	while [ "$1" != "--" ]; do
-		srv+=("$1")
-		shift
-	done
-	shift
-	slog=$(mktemp)
-	clog=$(mktemp)
-	t0=$SECONDS
-	timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" "${popt[@]}" >"$slog" 2>&1 &
-	spid=$!
-	servers+=("$spid")
-	if ! wait_until 30 cm_listening "$lport"; then
-		echo "# server not listening on $lport: ${srv[*]}"
-		sed 's/^/#   /' "$slog"
-		kill "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		tap_result 1 "$desc"
-		rm -f "$slog" "$clog"
-		port=$((port + 1))
-		return
+	TOOL_SRV_ARGS=(-p "$port")
+	TOOL_CLI_ARGS=(-p "$port")
+	if [ -n "${FIXED_PORT:-}" ]; then
+		TOOL_SRV_ARGS=()
+		TOOL_CLI_ARGS=()
 	fi
-	timeout -k 5 "$CLIENT_TIMEOUT" "$@" "${popt[@]}" >"$clog" 2>&1
-	rc=$?
-	grace=5
-	[ "$rc" -ne 0 ] || grace=30
-	wait_until "$grace" sh -c "! kill -0 $spid" || kill "$spid" 2>/dev/null
-	wait "$spid"
-	src=$?
-	if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ] ||
-	   ! grep -Eq -- "$pat" "$clog" ||
-	   grep -Eqi 'mismatch|invalid data|error' "$clog" "$slog"; then
-		echo "# client ($*) -> exit $rc"
-		sed 's/^/#   /' "$clog"
-		echo "# server (${srv[*]}) -> exit $src"
-		sed 's/^/#   /' "$slog"
-		tap_result 1 "$desc"
-	else
-		tap_result 0 "$desc ($((SECONDS - t0)) s)"
-	fi
-	rm -f "$slog" "$clog"
+	tool_pair cm_listening "${FIXED_PORT:-$port}" "$@"
 	port=$((port + 1))
 }
 
@@ -263,7 +219,7 @@ kill_test "rping server killed mid-run: client ends, nothing left" server
 run_cm "rping -V -C 10 $D1 <- $D0 after the kills" "rdma-ping-9:" \
 	$(rping_srv "$IP1" 10) -- $(rping_cli "$IP1" 10) -I "$IP0"
 
-printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" | rdma -b - >/dev/null 2>&1
+rdma_links_del "$D0" "$D1"
 C=/sys/class/infiniband
 check "$D0 and $D1 deleted" wait_until 10 sh -c "[ ! -e $C/$D0 ] && [ ! -e $C/$D1 ]"
 log=$(dmesg | grep -Ei 'ib_mad|ib_cm|mad agent|WARNING|BUG' )

@@ -39,7 +39,8 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from icrc_kat import VECTORS, Tap, icrc, ip_datagram, with_icrc  # noqa: E402
+from icrc_kat import (VECTORS, Tap, icrc, ip_datagram,  # noqa: E402
+                      read_pcap, with_icrc)
 
 ROCE_PORT = 4791
 
@@ -241,30 +242,6 @@ class Packet:
         if "P" in self.flags:
             s += f" len {self.paylen} pad {self.pad}"
         return s
-
-
-def read_pcap(path):
-    """Yield (timestamp, frame, linktype) from a classic pcap file."""
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = data[:4]
-    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
-        e = "<"
-    elif magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
-        e = ">"
-    else:
-        raise ValueError(f"{path}: not a pcap file (pcapng is not read)")
-    nano = magic in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
-    snaplen, linktype = struct.unpack_from(e + "II", data, 16)
-    linktype &= 0x0FFFFFFF
-    off = 24
-    while off + 16 <= len(data):
-        sec, frac, incl, orig = struct.unpack_from(e + "IIII", data, off)
-        frame = data[off + 16:off + 16 + incl]
-        off += 16 + incl
-        if incl < orig:
-            raise ValueError(f"{path}: truncated frame (snaplen {snaplen})")
-        yield sec + frac / (1e9 if nano else 1e6), frame, linktype
 
 
 def is_roce(dgram):

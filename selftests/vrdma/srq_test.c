@@ -83,14 +83,8 @@ FIXTURE_VARIANT_ADD(srq, two_devices) {
 
 FIXTURE_SETUP(srq)
 {
-	rc_dev_open(_metadata, &self->d0, 0);
-	self->da = &self->d0;
-	if (variant->two_devices) {
-		rc_dev_open(_metadata, &self->d1, 1);
-		self->db = &self->d1;
-	} else {
-		self->db = &self->d0;
-	}
+	rc_ends_open(_metadata, &self->d0, &self->d1, &self->da, &self->db,
+		     variant->two_devices);
 }
 
 /* Receivers before the SRQ: ib_core refuses to destroy an SRQ in use. */

@@ -39,16 +39,10 @@ command -v ucx_perftest >/dev/null || skip_all "ucx-utils not installed"
 ! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1
 vrdma_load || exit 1
 
-servers=()
 cleanup()
 {
-	local p
-
-	for p in "${servers[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	printf 'link delete %s\nlink delete %s\n' "$D0" "$D1" |
-		rdma -f -b - >/dev/null 2>&1
+	stop_servers TERM
+	rdma_links_del "$D0" "$D1"
 	ip link del "$N0" 2>/dev/null
 	ip netns del "$NS" 2>/dev/null
 	return 0
@@ -95,52 +89,25 @@ for d in "$D0" "$D1"; do
 	done
 done
 
-listening() { ss -Hltn "sport = :$1" | grep -q .; }
-
 # ucx_pair TLS TEST SIZE: ucx_perftest server on D1, client on D0 (its
-# out-of-band connection over 127.0.0.1); both must exit 0 and the client
-# must print its final line.
+# out-of-band connection over 127.0.0.1), by tool_pair (lib.sh): both must
+# exit 0 and the client must print its final line.
+SERVER_TIMEOUT=$((90 * SLOW))
+CLIENT_TIMEOUT=$((80 * SLOW))
+TOOL_WAIT=$((30 * SLOW))
+TOOL_SHOW=1
 ucx_pair()
 {
-	local tls=$1 test=$2 size=$3 desc spid rc src slog clog t0
+	local tls=$1 test=$2 size=$3
 	local args=(-t "$test" -s "$size" -n "$ITERS" -w 2 -p "$port")
 
-	desc="ucx_perftest -t $test -s $size, UCX_TLS=$tls, $D1 <- $D0"
-	slog=$(mktemp)
-	clog=$(mktemp)
-	t0=$SECONDS
-	UCX_TLS=$tls UCX_NET_DEVICES=$D1:1 timeout -k 5 $((90 * SLOW)) \
-		ucx_perftest "${args[@]}" >"$slog" 2>&1 &
-	spid=$!
-	servers+=("$spid")
-	if ! wait_until $((30 * SLOW)) listening "$port"; then
-		echo "# server not listening on $port"
-		sed 's/^/#   /' "$slog"
-		kill "$spid" 2>/dev/null
-		wait "$spid" 2>/dev/null
-		tap_result 1 "$desc"
-		rm -f "$slog" "$clog"
-		port=$((port + 1))
-		return
-	fi
-	UCX_TLS=$tls UCX_NET_DEVICES=$D0:1 timeout -k 5 $((80 * SLOW)) \
-		ucx_perftest "${args[@]}" 127.0.0.1 >"$clog" 2>&1
-	rc=$?
-	wait_until $((rc ? 3 : 30 * SLOW)) sh -c "! kill -0 $spid" ||
-		kill "$spid" 2>/dev/null
-	wait "$spid"
-	src=$?
-	if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ] || ! grep -q '^Final:' "$clog"; then
-		printf '# client exit %d, server exit %d\n# client:\n' "$rc" "$src"
-		sed 's/^/#   /' "$clog"
-		echo "# server:"
-		sed 's/^/#   /' "$slog"
-		tap_result 1 "$desc"
-	else
-		grep '^Final:' "$clog" | sed 's/^/# /'
-		tap_result 0 "$desc ($((SECONDS - t0)) s)"
-	fi
-	rm -f "$slog" "$clog"
+	TOOL_SRV_ARGS=()
+	TOOL_CLI_ARGS=(127.0.0.1)
+	tool_pair tcp_listening "$port" \
+		"ucx_perftest -t $test -s $size, UCX_TLS=$tls, $D1 <- $D0" \
+		'^Final:' \
+		env UCX_TLS="$tls" UCX_NET_DEVICES="$D1:1" ucx_perftest "${args[@]}" -- \
+		env UCX_TLS="$tls" UCX_NET_DEVICES="$D0:1" ucx_perftest "${args[@]}"
 	port=$((port + 1))
 }
 

@@ -43,6 +43,7 @@
 
 #include "rc_lib.h"
 #include "rc_suite.h"
+#include "wire_lib.h"
 
 /* The devices' RoCE v2 GIDs with the IPv6 addresses; -1 without IPv6. */
 static int ud_gid6_idx[2] = { -1, -1 };
@@ -63,24 +64,6 @@ static int ud_gid6_idx[2] = { -1, -1 };
 #define UD_FLOW		0x12345
 #define UD_DEPTH	64
 #define GRH		40
-
-/* A hardware counter of @dev (vrdma only), or -1. */
-static long ud_counter(const char *dev, const char *name)
-{
-	char path[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
 
 /* ---- UD QPs and AHs ------------------------------------------------- */
 
@@ -344,14 +327,8 @@ FIXTURE_SETUP(ud)
 	 */
 	if (self->ipv6 && (ud_gid6_idx[0] < 0 || ud_gid6_idx[1] < 0))
 		SKIP(longjmp(_metadata->env, 1), "no IPv6 RoCE v2 GIDs");
-	rc_dev_open(_metadata, &self->d0, 0);
-	self->da = &self->d0;
-	if (variant->two_devices) {
-		rc_dev_open(_metadata, &self->d1, 1);
-		self->db = &self->d1;
-	} else {
-		self->db = &self->d0;
-	}
+	rc_ends_open(_metadata, &self->d0, &self->d1, &self->da, &self->db,
+		     variant->two_devices);
 	self->gidx_a = self->ipv6 ? ud_gid6_idx[0] : self->da->gid_idx;
 	self->gidx_b = self->ipv6 ? ud_gid6_idx[ib] : self->db->gid_idx;
 	ASSERT_EQ(0, ibv_query_gid(self->da->ctx, RC_PORT, self->gidx_a,
@@ -628,7 +605,7 @@ static long ud_wait_counter(const char *dev, const char *name, long than)
 		usleep(RC_QUIET_MS * 1000 * rc_cfg.slow);
 		return -1;
 	}
-	while ((v = ud_counter(dev, name)) <= than && rc_now_ms() < deadline)
+	while ((v = rc_hw_counter(dev, name)) <= than && rc_now_ms() < deadline)
 		usleep(1000);
 	return v;
 }
@@ -678,7 +655,7 @@ TEST_F(ud, qkey)
 {
 	struct ibv_qp_attr a = { .qkey = UD_QKEY ^ 0x00ff0000 };
 	const char *nb = ud_name_b(self);
-	long before = ud_counter(nb, "qkey_errors");
+	long before = rc_hw_counter(nb, "qkey_errors");
 	struct ibv_wc wc;
 
 	ASSERT_EQ(0, ud_post_recv(self->b.qp, 0x11, &self->bb, 0, GRH + 100));
@@ -799,7 +776,7 @@ TEST_F(ud, ah_other_pd)
 TEST_F(ud, no_recv_wqe)
 {
 	const char *nb = ud_name_b(self);
-	long v, before = ud_counter(nb, "no_recv_wqe");
+	long v, before = rc_hw_counter(nb, "no_recv_wqe");
 	struct ibv_wc wc;
 
 	/* Nothing posted at B: the message is lost, not kept for later. */
@@ -1069,14 +1046,8 @@ static void uc_env(struct __test_metadata *_metadata, FIXTURE_DATA(uc) *self,
 FIXTURE_SETUP(uc)
 {
 	memset(&self->e, 0, sizeof(self->e));
-	rc_dev_open(_metadata, &self->d0, 0);
-	self->da = &self->d0;
-	if (variant->two_devices) {
-		rc_dev_open(_metadata, &self->d1, 1);
-		self->db = &self->d1;
-	} else {
-		self->db = &self->d0;
-	}
+	rc_ends_open(_metadata, &self->d0, &self->d1, &self->da, &self->db,
+		     variant->two_devices);
 	self->mtu = 128 << self->da->port.active_mtu;
 }
 
@@ -1125,7 +1096,7 @@ TEST_F_TIMEOUT(uc, opcodes, 180)
 TEST_F(uc, no_recv_wqe)
 {
 	const char *nb = uc_name_b(self);
-	long v, before = ud_counter(nb, "no_recv_wqe");
+	long v, before = rc_hw_counter(nb, "no_recv_wqe");
 	struct rc_qp *qa = &self->e.p.a;
 
 	uc_env(_metadata, self, 0);
@@ -1156,7 +1127,7 @@ TEST_F(uc, no_recv_wqe)
 TEST_F(uc, bad_rkey)
 {
 	const char *nb = uc_name_b(self);
-	long before = ud_counter(nb, "dropped_msgs");
+	long before = rc_hw_counter(nb, "dropped_msgs");
 	struct rc_qp *qa = &self->e.p.a, *qb = &self->e.p.b;
 	size_t len = 2 * self->mtu + 100;
 	uint8_t *img;
@@ -1296,19 +1267,6 @@ struct uc_inj {
 	uint16_t id;		/* IPv4 identification */
 };
 
-/* The CRC-32 of IEEE 802.3, bit by bit: slow and obviously right. */
-static uint32_t uc_crc32(uint32_t crc, const uint8_t *p, size_t n)
-{
-	int k;
-
-	while (n--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xedb88320 & -(crc & 1));
-	}
-	return crc;
-}
-
 static void uc_inj_open(struct __test_metadata *_metadata, struct uc_inj *j,
 			const uint8_t *saddr, const uint8_t *daddr,
 			uint32_t qpn, uint32_t psn, size_t mtu)
@@ -1341,36 +1299,19 @@ static void uc_inj_packet(struct __test_metadata *_metadata,
 			  const uint8_t *pay, size_t len, int lose)
 {
 	size_t pad = -len & 3, ext = reth ? 16 : 0;
-	size_t n = 20 + 8 + 12 + ext + len + pad + 4;
+	size_t n = WIRE_HDR_LEN + ext + len + pad + 4;
 	struct sockaddr_in dst = { .sin_family = AF_INET };
-	uint8_t pkt[20 + 8 + 12 + 16 + 4096 + 4 + 4], m[40];
-	static const uint8_t lrh[8] = {
-		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-	};
-	uint8_t *ip = pkt, *udp = pkt + 20, *bth = pkt + 28;
-	uint32_t psn = j->psn, crc;
+	uint8_t pkt[WIRE_HDR_LEN + 16 + 4096 + 4 + 4];
+	uint8_t *bth = pkt + WIRE_HDR_LEN - 12;
+	uint32_t psn = j->psn;
 
 	j->psn = (j->psn + 1) & 0xffffff;
 	if (lose)
 		return;
 	ASSERT_LE(n, sizeof(pkt));
 	memset(pkt, 0, n);
-	ip[0] = 0x45;
-	ip[2] = n >> 8;
-	ip[3] = n;
-	ip[4] = j->id >> 8;
-	ip[5] = j->id++;
-	ip[6] = 0x40;			/* DF */
-	ip[8] = 64;
-	ip[9] = 17;			/* UDP; the kernel sums the header */
-	memcpy(ip + 12, j->saddr, 4);
-	memcpy(ip + 16, j->daddr, 4);
-	udp[0] = 0xc0;			/* a RoCEv2 source port */
-	udp[1] = 0x17;
-	udp[2] = 4791 >> 8;
-	udp[3] = 4791 & 0xff;
-	udp[4] = (n - 20) >> 8;
-	udp[5] = n - 20;
+	/* From a RoCEv2 source port. */
+	wire_ip_udp(pkt, n, j->saddr, j->daddr, j->id++, 0xc017);
 	bth[0] = opcode;
 	bth[1] = pad << 4;
 	bth[2] = 0xff;			/* P_Key 0xffff */
@@ -1385,24 +1326,7 @@ static void uc_inj_packet(struct __test_metadata *_metadata,
 		memcpy(bth + 12, reth, 16);
 	if (len)
 		memcpy(bth + 12 + ext, pay, len);
-
-	/*
-	 * ICRC: the LRH stand-in, then IP, UDP and BTH with the variant
-	 * fields all 1s, then the rest as it is; the wire has it LSB first.
-	 */
-	memcpy(m, pkt, 40);
-	m[1] = 0xff;			/* TOS */
-	m[8] = 0xff;			/* TTL */
-	m[10] = m[11] = 0xff;		/* IP header checksum */
-	m[26] = m[27] = 0xff;		/* UDP checksum */
-	m[32] = 0xff;			/* BTH resv8a */
-	crc = uc_crc32(0xffffffff, lrh, sizeof(lrh));
-	crc = uc_crc32(crc, m, 40);
-	crc = ~uc_crc32(crc, pkt + 40, n - 4 - 40);
-	pkt[n - 4] = crc;
-	pkt[n - 3] = crc >> 8;
-	pkt[n - 2] = crc >> 16;
-	pkt[n - 1] = crc >> 24;
+	wire_icrc(pkt, n);
 
 	memcpy(&dst.sin_addr, j->daddr, 4);
 	ASSERT_EQ((ssize_t)n, sendto(j->fd, pkt, n, 0,
@@ -1551,8 +1475,8 @@ TEST_F(uc, lost_packets)
 {
 	struct rc_qp *qb = &self->e.p.b;
 	const char *nb = uc_name_b(self);
-	long seq = ud_counter(nb, "seq_errors");
-	long drop = ud_counter(nb, "dropped_msgs");
+	long seq = rc_hw_counter(nb, "seq_errors");
+	long drop = rc_hw_counter(nb, "dropped_msgs");
 	size_t m = self->mtu, slot = 4 * m;
 	/* Where rxe may drop a message: wait less, it does not come. */
 	int quirk_ms = rc_cfg.is_rxe ? RC_QUIET_MS : RC_TIMEOUT_MS;
@@ -1654,12 +1578,12 @@ TEST_F(uc, lost_packets)
 	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(qb->qp));
 	if (!rc_cfg.is_rxe) {
 		/* Gaps: the lost MIDDLE, the jump, the WRITE's lost LAST. */
-		EXPECT_EQ(seq + 3, ud_counter(nb, "seq_errors"));
+		EXPECT_EQ(seq + 3, rc_hw_counter(nb, "seq_errors"));
 		/*
 		 * The 1st, the MIDDLE and LAST alone, the interrupted SEND,
 		 * the WRITE without LAST.
 		 */
-		EXPECT_EQ(drop + 4, ud_counter(nb, "dropped_msgs"));
+		EXPECT_EQ(drop + 4, rc_hw_counter(nb, "dropped_msgs"));
 	}
 	close(j.fd);
 }
@@ -1681,38 +1605,6 @@ static void ud_ipv6_teardown(void)
 	      "rule del pref 1000 lookup local\n"
 	      "EOF");
 	ud_ipv6_set_up = 0;
-}
-
-/* The index of @dev's RoCE v2 GID that is @gid in sysfs notation, or -1. */
-static int ud_find_gid6(const char *dev, const char *gid)
-{
-	char path[256], buf[64], type[32];
-	int i, found = -1;
-	FILE *f;
-
-	for (i = 0; i < 4096 && found < 0; i++) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
-		f = fopen(path, "r");
-		if (!f)
-			break;
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = 0;
-		fclose(f);
-		if (strncmp(buf, gid, strlen(gid)))
-			continue;
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gid_attrs/types/%d",
-			 dev, i);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(type, sizeof(type), f) &&
-		    !strncmp(type, "RoCE v2", 7))
-			found = i;
-		fclose(f);
-	}
-	return found;
 }
 
 /*
@@ -1755,8 +1647,8 @@ static void ud_ipv6_setup(void)
 	}
 	deadline = rc_now_ms() + RC_TIMEOUT_MS;
 	do {
-		ud_gid6_idx[0] = ud_find_gid6(rc_cfg.name[0], gid[0]);
-		ud_gid6_idx[1] = ud_find_gid6(rc_cfg.name[1], gid[1]);
+		ud_gid6_idx[0] = rc_find_gid_prefix(rc_cfg.name[0], gid[0]);
+		ud_gid6_idx[1] = rc_find_gid_prefix(rc_cfg.name[1], gid[1]);
 		if (ud_gid6_idx[0] >= 0 && ud_gid6_idx[1] >= 0)
 			break;
 		usleep(100 * 1000);

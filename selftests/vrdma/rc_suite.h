@@ -165,37 +165,22 @@ static void __attribute__((constructor)) __constructor_order_last(void)
 }
 
 /*
- * VRDMA_RC_TESTS="name name...": run only the tests of these names (this
- * kselftest_harness.h takes no filter options), e.g. local_path.sh's error
- * tests with the loopback path on and off.
+ * VRDMA_RC_TESTS="name name...": run only the tests of these names, e.g.
+ * local_path.sh's error tests with the loopback path on and off.
  */
 static void rc_select_tests(void)
 {
 	const char *only = getenv("VRDMA_RC_TESTS");
-	struct __fixture_metadata *f;
+	char *names, *tok, *argv[256] = { "rc_suite" };
+	int argc = 1;
 
 	if (!only || !*only)
 		return;
-	for (f = __fixture_list; f; f = f->next) {
-		struct __test_metadata **pp = &f->tests, *t;
-
-		for (t = f->tests; t; t = t->next) {
-			const char *p = only;
-			size_t n = strlen(t->name);
-
-			while ((p = strstr(p, t->name))) {
-				if ((p == only || p[-1] == ' ') &&
-				    (p[n] == ' ' || !p[n]))
-					break;
-				p += n;
-			}
-			if (!p)
-				continue;
-			*pp = t;
-			pp = &t->next;
-		}
-		*pp = NULL;
-	}
+	names = strdup(only);
+	for (tok = strtok(names, " "); tok && argc < 256; tok = strtok(NULL, " "))
+		argv[argc++] = tok;
+	rc_only_tests(argc, argv);
+	free(names);
 }
 
 static inline int rc_suite_main(int argc, char **argv)

@@ -22,7 +22,8 @@
  *               doorbell copy 2^32 WQEs: found by fuzz_verbs, seed 3)
  *   CQEs        the kernel's CQE carries no stray bytes: a flushed
  *               receive's fields that do not apply and the reserved byte
- *               are zero, read straight from the ring
+ *               are zero, read straight from the ring; query_qp of a new
+ *               QP returns zeros for every attribute not yet set
  *
  *   limits_test DEV
  *
@@ -564,6 +565,55 @@ static void test_cqe_bytes(void)
 }
 
 /*
+ * query_qp: ib_core hands the driver a kmalloc'ed (not zeroed) ib_qp_attr
+ * and copies most of it to user space; whatever the driver leaves unset
+ * would be stale kernel memory.  A new QP has set none of these fields.
+ */
+static void test_query_qp_zero(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	}, init;
+	struct ibv_qp_attr a, z;
+	struct ibv_qp *qp;
+	int dirty;
+
+	qa.send_cq = qa.recv_cq = cq;
+	qp = cq ? ibv_create_qp(pd, &qa) : NULL;
+	memset(&a, 0, sizeof(a));
+	if (!qp || ibv_query_qp(qp, &a, ~0, &init)) {
+		fz_result(0, "query_qp of a new QP: %s", strerror(errno));
+		goto out;
+	}
+	memset(&z, 0, sizeof(z));
+	dirty = a.qkey || a.dest_qp_num || a.qp_access_flags ||
+		a.pkey_index || a.alt_pkey_index || a.path_mtu ||
+		a.path_mig_state || a.timeout || a.retry_cnt ||
+		a.rnr_retry || a.min_rnr_timer || a.max_rd_atomic ||
+		a.max_dest_rd_atomic || a.alt_port_num || a.alt_timeout ||
+		a.en_sqd_async_notify || a.sq_draining ||
+		memcmp(&a.ah_attr.grh.dgid, &z.ah_attr.grh.dgid, 16) ||
+		a.ah_attr.grh.flow_label || a.ah_attr.grh.hop_limit ||
+		a.ah_attr.grh.traffic_class || a.ah_attr.dlid ||
+		a.ah_attr.sl || a.ah_attr.is_global ||
+		memcmp(&a.alt_ah_attr.grh.dgid, &z.alt_ah_attr.grh.dgid, 16) ||
+		a.alt_ah_attr.grh.flow_label || a.alt_ah_attr.dlid ||
+		a.alt_ah_attr.sl || a.alt_ah_attr.is_global;
+	fz_result(a.qp_state == IBV_QPS_RESET && !dirty,
+		  "query_qp of a new QP: nothing but what is set (state %d qkey %#x dqpn %#x timeout %u hop_limit %u alt_timeout %u)",
+		  a.qp_state, a.qkey, a.dest_qp_num, a.timeout,
+		  a.ah_attr.grh.hop_limit, a.alt_timeout);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+}
+
+/*
  * Three SENDs to a QP that never answers are taken by the kernel; then the
  * producer index goes back to 1 and the doorbell rings: the QP must go to
  * error, promptly.
@@ -627,6 +677,7 @@ int main(int argc, char **argv)
 	test_keys();
 	test_rings(argv[1]);
 	test_cqe_bytes();
+	test_query_qp_zero();
 	test_sq_prod_back(argv[1]);
 	test_count("max_srq", attr.max_srq, mk_srq, rm_srq);
 	/* limits.sh makes the device with a small max_mr; 65536 takes long. */

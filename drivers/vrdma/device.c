@@ -16,6 +16,15 @@
 /* The QP table's lock: see vrdma_dev_add(). */
 static struct lock_class_key vrdma_qp_xa_key;
 
+/*
+ * max_mr is 65536: too many for a test to fill quickly.  A device takes
+ * the value when it is created, so limits.sh can make one with a small
+ * limit and check that it holds.
+ */
+static unsigned int max_mr = VRDMA_MAX_MR;
+module_param(max_mr, uint, 0644);
+MODULE_PARM_DESC(max_mr, "MRs per device, 1 to 65536 (read when a device is created)");
+
 static void vrdma_init_attr(struct vrdma_dev *vdev)
 {
 	struct ib_device_attr *attr = &vdev->attr;
@@ -43,7 +52,7 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	attr->max_sge_rd = VRDMA_MAX_SGE;
 	attr->max_cq = VRDMA_MAX_CQ;
 	attr->max_cqe = VRDMA_MAX_CQE - 1;
-	attr->max_mr = VRDMA_MAX_MR;
+	attr->max_mr = clamp_t(unsigned int, READ_ONCE(max_mr), 1, VRDMA_MAX_MR);
 	attr->max_mw = VRDMA_MAX_MW;
 	attr->max_pd = VRDMA_MAX_PD;
 	/*

@@ -52,7 +52,7 @@ int vrdma_mr_alloc_key(struct vrdma_dev *vdev, struct vrdma_mr *mr)
 	int ret;
 
 	ret = xa_alloc_cyclic(&vdev->mr_xa, &index, NULL,
-			      XA_LIMIT(1, VRDMA_MAX_MR), &vdev->mr_next,
+			      XA_LIMIT(1, vdev->attr.max_mr), &vdev->mr_next,
 			      GFP_KERNEL);
 	if (ret < 0)
 		return ret == -EBUSY ? -ENOMEM : ret;

@@ -145,7 +145,12 @@ for f in kill link-delete netdev-delete down-up mtu netns-delete; do
 		# (bash reports the kill -9 of its job: not a failure)
 		"$LIVE" vrdmafa0 vrdmafa1 > /tmp/faults-victim.log 2>&1 &
 		vic_pid=$!
-		sleep "$((1 * slow)).$((RANDOM % 10))"
+		# The fault must hit a transfer: wait for the first round.
+		if ! wait_until $((30 * slow)) grep -q 'moving data' /tmp/faults-victim.log; then
+			echo "# $f round $i: the victim never moved data"
+			ok=0
+		fi
+		sleep "0.$((RANDOM % 10))"
 		fault $f
 		sleep 0.5
 		if ! stop_within "$vic_pid" $((60 * slow)); then

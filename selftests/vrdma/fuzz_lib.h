@@ -392,7 +392,11 @@ static inline int fz_live_run(const char *dev_a, const char *dev_b)
 			printf("# live traffic: READ data wrong\n");
 			goto fail;
 		}
-		rounds++;
+		/* faults.sh waits for this before it breaks anything. */
+		if (!rounds++) {
+			printf("# live traffic: moving data\n");
+			fflush(stdout);
+		}
 	}
 stop:
 	if (ret < 0)

@@ -678,7 +678,7 @@ static void op_query(void)
 	}
 }
 
-static void child(const char *dev, uint64_t seed, double secs)
+static void child(const char *dev, uint64_t seed, double secs, int ready)
 {
 	void (*const table[])(void) = {
 		op_pd, op_cq, op_cq, op_qp_create, op_qp_create,
@@ -688,7 +688,7 @@ static void child(const char *dev, uint64_t seed, double secs)
 		op_query,
 	};
 	struct ibv_port_attr port;
-	double end = fz_now() + secs;
+	double end;
 
 	fz_seed(&rng, seed);
 	p.ctx = rc_open_by_name(dev);
@@ -710,6 +710,14 @@ static void child(const char *dev, uint64_t seed, double secs)
 	op_pd();
 	p.cq[0] = ibv_create_cq(p.ctx, 64, NULL, NULL, 0);
 
+	/*
+	 * The round's time starts now: on a debug kernel the setup above can
+	 * take longer than a whole round.
+	 */
+	end = fz_now() + secs;
+	if (write(ready, "", 1) != 1)
+		_exit(3);
+	close(ready);
 	while (fz_now() < end) {
 		table[fz_below(R, sizeof(table) / sizeof(table[0]))]();
 		ops++;
@@ -727,28 +735,41 @@ static void child(const char *dev, uint64_t seed, double secs)
 }
 
 /*
- * Run one round with @seed for about @secs; SIGKILL it at a random
- * moment if @kill_it.  Returns 0 if it ended (by itself or the kill), 1
- * if it crashed in user space, -1 if it hung.
+ * Run one round with @seed for about @secs once its child has set up; SIGKILL
+ * it at a random moment of that time if @kill_it.  Returns 0 if it ended (by
+ * itself or the kill) having set up, 2 if it ended before (killed while
+ * stuck in its setup), 1 if it crashed in user space, -1 if it hung.
  */
 static int round_run(const char *dev, uint64_t seed, double secs, int kill_it,
 		     int slow)
 {
-	double start = fz_now(), deadline;
-	int st, killed = 0;
+	double deadline = fz_now() + 60.0 * slow;
+	int st, killed = 0, ready = 0, fds[2];
+	char c;
 	pid_t pid;
 
 	fflush(stdout);
+	if (pipe(fds))
+		return 1;
 	pid = fork();
-	if (!pid)
-		child(dev, seed, secs);
-	deadline = start + (kill_it ? secs * (kill_it % 100) / 100.0 :
-			    secs + 60.0 * slow);
+	if (!pid) {
+		close(fds[0]);
+		child(dev, seed, secs, fds[1]);
+	}
+	close(fds[1]);
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
 	for (;;) {
 		pid_t w = waitpid(pid, &st, WNOHANG);
 
 		if (w == pid)
 			break;
+		if (!ready && read(fds[0], &c, 1) == 1) {
+			/* Set up: the round's time (and the kill's) starts. */
+			ready = 1;
+			deadline = fz_now() +
+				   (kill_it ? secs * (kill_it % 100) / 100.0 :
+				    secs + 60.0 * slow);
+		}
 		if (fz_now() > deadline && !killed) {
 			kill(pid, SIGKILL);
 			killed = 1;
@@ -761,10 +782,13 @@ static int round_run(const char *dev, uint64_t seed, double secs, int kill_it,
 			snprintf(cmd, sizeof(cmd),
 				 "cat /proc/%d/stack | sed 's/^/#   /'", pid);
 			fz_sh(cmd);
+			close(fds[0]);
 			return -1;
 		}
 		usleep(20 * 1000);
 	}
+	ready |= read(fds[0], &c, 1) == 1;
+	close(fds[0]);
 	if (WIFSIGNALED(st) && WTERMSIG(st) != SIGKILL) {
 		printf("# round seed %#llx: the child died of signal %d\n",
 		       (unsigned long long)seed, WTERMSIG(st));
@@ -775,19 +799,20 @@ static int round_run(const char *dev, uint64_t seed, double secs, int kill_it,
 		       (unsigned long long)seed, WEXITSTATUS(st));
 		return 1;
 	}
-	return 0;
+	return ready ? 0 : 2;
 }
 
 /*
  * One runner: rounds one after the other until @end, from @seed.  Two
  * runners at once (VRDMA_FUZZ_JOBS) race each other in the kernel.
- * Returns the exit status: bit 0 a crash, bit 1 a hang.
+ * Returns the exit status: bit 0 a crash, bit 1 a hang, bit 2 no round got
+ * through its setup (so none fuzzed anything).
  */
 static int runner(const char *dev, uint64_t seed, double end, int slow,
 		  int job)
 {
 	struct fz_rng top;
-	int rounds = 0, crashes = 0;
+	int rounds = 0, crashes = 0, ran = 0;
 
 	fz_seed(&top, seed);
 	while (fz_now() < end) {
@@ -800,13 +825,15 @@ static int runner(const char *dev, uint64_t seed, double end, int slow,
 		printf("# runner %d round %d seed %#llx%s\n", job, rounds,
 		       (unsigned long long)rs, kill_it ? " (SIGKILL)" : "");
 		ret = round_run(dev, rs, secs, kill_it, slow);
-		crashes += ret > 0;
+		crashes += ret == 1;
 		if (ret < 0)
 			return 2 | !!crashes;
+		ran += !ret;
 		rounds++;
 	}
-	printf("# runner %d: %d rounds\n", job, rounds);
-	return !!crashes;
+	printf("# runner %d: %d rounds, %d of them set up and fuzzing\n", job,
+	       rounds, ran);
+	return (crashes ? 1 : 0) | (ran ? 0 : 4);
 }
 
 int main(int argc, char **argv)
@@ -815,7 +842,7 @@ int main(int argc, char **argv)
 	const char *jobs_env = getenv("VRDMA_FUZZ_JOBS");
 	int slow = slow_env ? atoi(slow_env) : 1;
 	int jobs = jobs_env ? atoi(jobs_env) : 2;
-	int crashes = 0, hangs = 0, j, st;
+	int crashes = 0, hangs = 0, idle = 0, j, st;
 	const char *dev, *dev2;
 	pid_t live, pid[8];
 	uint64_t seed;
@@ -844,7 +871,9 @@ int main(int argc, char **argv)
 		uint64_t rs = strtoull(argv[5], NULL, 0);
 
 		printf("# replaying round seed %#llx\n", (unsigned long long)rs);
-		crashes = round_run(dev, rs, atof(argv[3]), 0, slow) != 0;
+		j = round_run(dev, rs, atof(argv[3]), 0, slow);
+		crashes = j == 1 || j < 0;
+		idle = j == 2;
 	} else {
 		/* Runner j's rounds: seed + j; runner 0's are SEED's. */
 		for (j = 0; j < jobs; j++) {
@@ -861,10 +890,12 @@ int main(int argc, char **argv)
 			}
 			crashes += WEXITSTATUS(st) & 1;
 			hangs += !!(WEXITSTATUS(st) & 2);
+			idle += !!(WEXITSTATUS(st) & 4);
 		}
 	}
 	fz_result(!hangs, "no round stuck in the kernel");
 	fz_result(!crashes, "no round crashed or failed to start");
+	fz_result(!idle, "every runner had rounds that got to fuzzing");
 	fz_result(fz_live_stop_wait(live), "the live QP pair kept working");
 	printf("1..%d\n", fz_tap_n);
 	return fz_tap_failed ? 1 : 0;

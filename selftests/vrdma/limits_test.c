@@ -8,8 +8,13 @@
  *               limit; max_cq, max_qp, max_srq and max_pd are enforced
  *               by count (every object up to the limit created, the next
  *               refused, one more once one is gone)
+ *   max_mr      filled on a device made with a small max_mr (limits.sh
+ *               sets the module parameter): every MR up to the limit
+ *               registered, the next refused with ENOMEM, all deregister
  *   keys        re-registering gives a new key: the key byte changes when
- *               an MR table slot is reused
+ *               an MR table slot is reused; a WRITE with the old rkey of a
+ *               reused slot, or with an rkey of another PD, is refused and
+ *               changes nothing, as is an lkey of another PD
  *   rings       a ring is zeroed when it is mapped, and an offset of
  *               another context's ring cannot be mapped
  *   SQ index    a producer index moved back behind WQEs the kernel has
@@ -17,7 +22,8 @@
  *               doorbell copy 2^32 WQEs: found by fuzz_verbs, seed 3)
  *   CQEs        the kernel's CQE carries no stray bytes: a flushed
  *               receive's fields that do not apply and the reserved byte
- *               are zero, read straight from the ring
+ *               are zero, read straight from the ring; query_qp of a new
+ *               QP returns zeros for every attribute not yet set
  *
  *   limits_test DEV
  *
@@ -86,6 +92,11 @@ static int memlock_child(void)
 		printf("# 192 KiB after dereg: %s\n", strerror(errno));
 		bad++;
 	}
+	/* The context is the parent's too: leave no MR in it. */
+	if (b)
+		ibv_dereg_mr(b);
+	if (c)
+		ibv_dereg_mr(c);
 	return bad ? 1 : 0;
 }
 
@@ -261,6 +272,198 @@ static void rm_qp(void *p)
 	ibv_destroy_qp(p);
 }
 
+static uint8_t mr_page[4096] __attribute__((aligned(4096)));
+static int mr_dereg_failed;
+
+static void *mk_mr(void)
+{
+	return ibv_reg_mr(pd, mr_page, sizeof(mr_page), IBV_ACCESS_LOCAL_WRITE);
+}
+
+static void rm_mr(void *p)
+{
+	mr_dereg_failed += !!ibv_dereg_mr(p);
+}
+
+/* The PDs of kernel users on @dev ("comm [ib_core]" in rdma's listing). */
+static int kernel_pds(const char *dev)
+{
+	char cmd[128], line[512];
+	int n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "rdma resource show pd dev %s", dev);
+	f = popen(cmd, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		printf("#   %s", line);
+		n += !!strstr(line, "comm [");
+	}
+	if (f)
+		pclose(f);
+	return n;
+}
+
+static int slow_factor(void)
+{
+	const char *s = getenv("VRDMA_TEST_SLOW");
+
+	return s && atoi(s) > 1 ? atoi(s) : 1;
+}
+
+/* Two RC QPs of @qpd on the device, connected to each other (loopback). */
+struct lpair {
+	struct ibv_cq *cq;
+	struct ibv_qp *a, *b;
+};
+
+static int lpair_make(struct lpair *lp, struct ibv_pd *qpd, int gi)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_port_attr port;
+	union ibv_gid gid;
+
+	memset(lp, 0, sizeof(*lp));
+	lp->cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!lp->cq)
+		return -1;
+	qa.send_cq = qa.recv_cq = lp->cq;
+	lp->a = ibv_create_qp(qpd, &qa);
+	lp->b = ibv_create_qp(qpd, &qa);
+	if (!lp->a || !lp->b || ibv_query_gid(ctx, 1, gi, &gid) ||
+	    ibv_query_port(ctx, 1, &port))
+		return -1;
+	if (fz_connect(lp->a, gi, port.active_mtu, lp->b->qp_num, &gid,
+		       0, 0, 18, 7) ||
+	    fz_connect(lp->b, gi, port.active_mtu, lp->a->qp_num, &gid,
+		       0, 0, 18, 7))
+		return -1;
+	return 0;
+}
+
+static void lpair_free(struct lpair *lp)
+{
+	if (lp->a)
+		ibv_destroy_qp(lp->a);
+	if (lp->b)
+		ibv_destroy_qp(lp->b);
+	if (lp->cq)
+		ibv_destroy_cq(lp->cq);
+}
+
+/*
+ * A signalled RDMA WRITE of @len bytes from @src (@lkey) on a fresh pair of
+ * QPs in @qpd to @dst with @rkey.  Return: the completion's status, or -1.
+ */
+static int lpair_write(struct ibv_pd *qpd, int gi, void *src, uint32_t lkey,
+		       void *dst, uint32_t rkey, uint32_t len)
+{
+	struct ibv_sge sge = { (uintptr_t)src, len, lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 7, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { (uintptr_t)dst, rkey },
+	}, *bad;
+	struct lpair lp;
+	struct ibv_wc wc;
+	int st = -1;
+
+	if (!lpair_make(&lp, qpd, gi) && !ibv_post_send(lp.a, &wr, &bad) &&
+	    fz_poll(lp.cq, &wc, 30000 * slow_factor()) == 1)
+		st = wc.status;
+	lpair_free(&lp);
+	return st;
+}
+
+/*
+ * Keys on the wire: a deregistered MR's rkey whose table slot has been
+ * taken again (by a new MR over the same memory) must be refused, so must
+ * an rkey of another PD's MR and an lkey of another PD; the memory stays
+ * as it was.  Needs a small max_mr, so that a slot comes back soon (the
+ * allocation is cyclic).
+ */
+static void test_key_isolation(const char *dev)
+{
+	static uint8_t src[64], dst[4096] __attribute__((aligned(4096)));
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_mr *ls = ibv_reg_mr(pd, src, sizeof(src), access);
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_mr *m, *m2 = NULL, *o = NULL, *os = NULL;
+	int gi = rc_find_gid(dev), i, st, clean;
+	uint32_t old;
+
+	memset(src, 0xa5, sizeof(src));
+	m = ls && pd2 ? ibv_reg_mr(pd, dst, sizeof(dst), access) : NULL;
+	if (!m || gi < 0) {
+		fz_result(0, "key isolation: MRs and a PD: %s", strerror(errno));
+		goto out;
+	}
+	old = m->rkey;
+	ibv_dereg_mr(m);
+	for (i = 0; i <= attr.max_mr && !m2; i++) {
+		m = ibv_reg_mr(pd, dst, sizeof(dst), access);
+		if (!m)
+			break;
+		if ((m->rkey >> 8) == (old >> 8))
+			m2 = m;
+		else
+			ibv_dereg_mr(m);
+	}
+	if (!m2) {
+		fz_result(0, "the slot of rkey %#x never came back in %d registrations",
+			  old, i);
+		goto out;
+	}
+	memset(dst, 0, sizeof(dst));
+	st = lpair_write(pd, gi, src, ls->lkey, dst, old, sizeof(src));
+	for (clean = 1, i = 0; i < (int)sizeof(dst); i++)
+		clean &= !dst[i];
+	fz_result(m2->rkey != old && st == IBV_WC_REM_ACCESS_ERR && clean,
+		  "a WRITE with rkey %#x after its slot was reused (now %#x): %s, memory %s",
+		  old, m2->rkey, st < 0 ? "no completion" :
+		  ibv_wc_status_str(st), clean ? "untouched" : "WRITTEN");
+	st = lpair_write(pd, gi, src, ls->lkey, dst, m2->rkey, sizeof(src));
+	fz_result(st == IBV_WC_SUCCESS && !memcmp(dst, src, sizeof(src)),
+		  "a WRITE with the new rkey %#x: %s", m2->rkey,
+		  st < 0 ? "no completion" : ibv_wc_status_str(st));
+
+	o = ibv_reg_mr(pd2, dst, sizeof(dst), access);
+	os = ibv_reg_mr(pd2, src, sizeof(src), access);
+	if (!o || !os) {
+		fz_result(0, "MRs in a second PD: %s", strerror(errno));
+		goto out;
+	}
+	memset(dst, 0, sizeof(dst));
+	st = lpair_write(pd, gi, src, ls->lkey, dst, o->rkey, sizeof(src));
+	for (clean = 1, i = 0; i < (int)sizeof(dst); i++)
+		clean &= !dst[i];
+	fz_result(st == IBV_WC_REM_ACCESS_ERR && clean,
+		  "a WRITE with an rkey of another PD: %s, memory %s",
+		  st < 0 ? "no completion" : ibv_wc_status_str(st),
+		  clean ? "untouched" : "WRITTEN");
+	st = lpair_write(pd, gi, src, os->lkey, dst, m2->rkey, sizeof(src));
+	for (clean = 1, i = 0; i < (int)sizeof(dst); i++)
+		clean &= !dst[i];
+	fz_result(st == IBV_WC_LOC_PROT_ERR && clean,
+		  "a WRITE from an lkey of another PD: %s, memory %s",
+		  st < 0 ? "no completion" : ibv_wc_status_str(st),
+		  clean ? "untouched" : "WRITTEN");
+out:
+	if (os)
+		ibv_dereg_mr(os);
+	if (o)
+		ibv_dereg_mr(o);
+	if (m2)
+		ibv_dereg_mr(m2);
+	if (ls)
+		ibv_dereg_mr(ls);
+	if (pd2)
+		ibv_dealloc_pd(pd2);
+}
+
 /* Keys: the slot of a deregistered MR comes back with another key byte. */
 static void test_keys(void)
 {
@@ -380,6 +583,55 @@ static void test_cqe_bytes(void)
 }
 
 /*
+ * query_qp: ib_core hands the driver a kmalloc'ed (not zeroed) ib_qp_attr
+ * and copies most of it to user space; whatever the driver leaves unset
+ * would be stale kernel memory.  A new QP has set none of these fields.
+ */
+static void test_query_qp_zero(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	}, init;
+	struct ibv_qp_attr a, z;
+	struct ibv_qp *qp;
+	int dirty;
+
+	qa.send_cq = qa.recv_cq = cq;
+	qp = cq ? ibv_create_qp(pd, &qa) : NULL;
+	memset(&a, 0, sizeof(a));
+	if (!qp || ibv_query_qp(qp, &a, (IBV_QP_DEST_QPN << 1) - 1, &init)) {
+		fz_result(0, "query_qp of a new QP: %s", strerror(errno));
+		goto out;
+	}
+	memset(&z, 0, sizeof(z));
+	dirty = a.qkey || a.dest_qp_num || a.qp_access_flags ||
+		a.pkey_index || a.alt_pkey_index || a.path_mtu ||
+		a.path_mig_state || a.timeout || a.retry_cnt ||
+		a.rnr_retry || a.min_rnr_timer || a.max_rd_atomic ||
+		a.max_dest_rd_atomic || a.alt_port_num || a.alt_timeout ||
+		a.en_sqd_async_notify || a.sq_draining ||
+		memcmp(&a.ah_attr.grh.dgid, &z.ah_attr.grh.dgid, 16) ||
+		a.ah_attr.grh.flow_label || a.ah_attr.grh.hop_limit ||
+		a.ah_attr.grh.traffic_class || a.ah_attr.dlid ||
+		a.ah_attr.sl || a.ah_attr.is_global ||
+		memcmp(&a.alt_ah_attr.grh.dgid, &z.alt_ah_attr.grh.dgid, 16) ||
+		a.alt_ah_attr.grh.flow_label || a.alt_ah_attr.dlid ||
+		a.alt_ah_attr.sl || a.alt_ah_attr.is_global;
+	fz_result(a.qp_state == IBV_QPS_RESET && !dirty,
+		  "query_qp of a new QP: nothing but what is set (state %d qkey %#x dqpn %#x timeout %u hop_limit %u alt_timeout %u)",
+		  a.qp_state, a.qkey, a.dest_qp_num, a.timeout,
+		  a.ah_attr.grh.hop_limit, a.alt_timeout);
+out:
+	if (qp)
+		ibv_destroy_qp(qp);
+	if (cq)
+		ibv_destroy_cq(cq);
+}
+
+/*
  * Three SENDs to a QP that never answers are taken by the kernel; then the
  * producer index goes back to 1 and the doorbell rings: the QP must go to
  * error, promptly.
@@ -443,8 +695,26 @@ int main(int argc, char **argv)
 	test_keys();
 	test_rings(argv[1]);
 	test_cqe_bytes();
+	test_query_qp_zero();
 	test_sq_prod_back(argv[1]);
 	test_count("max_srq", attr.max_srq, mk_srq, rm_srq);
+	/* limits.sh makes the device with a small max_mr; 65536 takes long. */
+	if (attr.max_mr <= 4096 || getenv("VRDMA_LIMITS_ALL")) {
+		test_key_isolation(argv[1]);
+		int kmr = kernel_pds(argv[1]);
+
+		/*
+		 * A kernel PD (ib_core's MAD agent has one) comes with a DMA
+		 * MR on a device without a local DMA lkey: ours to leave.
+		 */
+		printf("# %d kernel PDs, each with its DMA MR\n", kmr);
+		test_count("max_mr", attr.max_mr - kmr, mk_mr, rm_mr);
+		fz_result(!mr_dereg_failed, "every MR of the max_mr fill deregistered (%d failed)",
+			  mr_dereg_failed);
+	} else {
+		printf("ok %d # SKIP max_mr is %d: limits.sh lowers it\n",
+		       ++fz_tap_n, attr.max_mr);
+	}
 	/* Tens of thousands of objects: the long run only (make fuzz). */
 	if (getenv("VRDMA_LIMITS_ALL")) {
 		test_count("max_cq", attr.max_cq, mk_cq, rm_cq);

@@ -905,7 +905,10 @@ TEST_F_TIMEOUT(ud, many_destinations, 120)
 /*
  * An AH destroyed while sends that name it are queued and in flight:
  * destroy_ah does not wait for the sender, which may still hold the AH's
- * destination (and drop the last reference to it, after its packet).
+ * destination (and drop the last reference to it, after its packet).  The
+ * sends are posted with the SQ drained (SQD), so they wait; the modify
+ * back to RTS hands them to the QP's task, and the AH is destroyed while
+ * that task sends them, after a delay that differs from round to round.
  * Each send before the destroy took effect succeeds and arrives intact;
  * once the handle is gone, the next send fails (its AH does not exist,
  * local QP operation error) and flushes the rest.  Under KASAN a
@@ -913,7 +916,11 @@ TEST_F_TIMEOUT(ud, many_destinations, 120)
  */
 TEST_F_TIMEOUT(ud, destroy_ah_in_flight, 120)
 {
-	enum { ROUNDS = 6, N = 40, SLOT = 1024, SLOTS = 64 };
+	enum { ROUNDS = 8, N = 40, SLOT = 1024, SLOTS = 64 };
+	static const int delay_us[ROUNDS] = {
+		0, 300, 500, 700, 900, 1200, 2000, 5000,
+	};
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_SQD };
 	unsigned int posted = 0, used = 0;
 	int r, k, ok, failed, arrived;
 	struct ibv_sge sge;
@@ -922,6 +929,11 @@ TEST_F_TIMEOUT(ud, destroy_ah_in_flight, 120)
 	char what[64];
 	uint8_t want[100];
 
+	if (ibv_modify_qp(self->a.qp, &qa, IBV_QP_STATE) && rc_cfg.is_rxe)
+		SKIP(return, "rxe: no SQD for a UD QP");
+	ASSERT_EQ(IBV_QPS_SQD, ud_state(&self->a));
+	qa.qp_state = IBV_QPS_RTS;
+	ASSERT_EQ(0, ibv_modify_qp(self->a.qp, &qa, IBV_QP_STATE));
 	ASSERT_LE(SLOT * SLOTS, self->bb.size);
 	for (r = 0; r < ROUNDS; r++) {
 		/* B's RQ topped up to N receives, each in a slot of its own. */
@@ -934,11 +946,17 @@ TEST_F_TIMEOUT(ud, destroy_ah_in_flight, 120)
 		ASSERT_NE(NULL, ah);
 		rc_fill(self->ba.p, 100, 0x900 + r, 0);
 		ud_sge(&sge, &self->ba, 0, 100);
+		qa.qp_state = IBV_QPS_SQD;
+		ASSERT_EQ(0, ibv_modify_qp(self->a.qp, &qa, IBV_QP_STATE));
 		for (k = 0; k < N; k++)
 			ASSERT_EQ(0, ud_post_send(self->a.qp, k, IBV_WR_SEND,
 						  &sge, 1, 0, ah,
 						  self->b.qp->qp_num, UD_QKEY,
 						  0));
+		qa.qp_state = IBV_QPS_RTS;
+		ASSERT_EQ(0, ibv_modify_qp(self->a.qp, &qa, IBV_QP_STATE));
+		if (delay_us[r])
+			usleep(delay_us[r]);
 		ASSERT_EQ(0, ibv_destroy_ah(ah));
 
 		ok = 0;

@@ -25,7 +25,12 @@ S=${VRDMA_VM_SHARED:-/vmshared}
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
 SELF=$SELF_DIR/$(basename "$0")
 
-. "$(dirname "$0")/lib.sh"
+# (A job's output is A's to show: no TAP header in it.)
+if [ "${1:-}" = --job ]; then
+	. "$(dirname "$0")/lib.sh" >/dev/null
+else
+	. "$(dirname "$0")/lib.sh"
+fi
 
 IP_A=10.79.0.1 IP_B=10.79.0.2
 DEV=vrdma0

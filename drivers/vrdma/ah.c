@@ -91,6 +91,7 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	struct vrdma_create_ah_resp resp = {};
 	gfp_t gfp = (init->flags & RDMA_CREATE_AH_SLEEPABLE) ? GFP_KERNEL :
 								GFP_ATOMIC;
+	struct vrdma_ah_dest *dest;
 	u32 handle, fl;
 	int ret;
 
@@ -102,13 +103,17 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		goto err_count;
 	}
 
-	ah->pd = to_vpd(ibah->pd);
-	refcount_set(&ah->refs, 1);
-	init_completion(&ah->done);
-	ret = dst_cache_init(&ah->av.dst_cache, gfp);
-	if (ret)
+	dest = kzalloc(sizeof(*dest), gfp);
+	if (!dest) {
+		ret = -ENOMEM;
 		goto err_count;
-	ret = vrdma_av_set(&ah->av, init->ah_attr);
+	}
+	dest->pd = to_vpd(ibah->pd);
+	refcount_set(&dest->refs, 1);
+	ret = dst_cache_init(&dest->av.dst_cache, gfp);
+	if (ret)
+		goto err_dest;
+	ret = vrdma_av_set(&dest->av, init->ah_attr);
 	if (ret)
 		goto err_av;
 
@@ -122,12 +127,13 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	if (ret < 0)
 		goto err_av;
 	ah->handle = handle;
+	ah->dest = dest;
 	/*
 	 * One UDP source port per AH: UD has no connection whose QPNs could
 	 * be hashed, so the flow label, or else the handle, gives the entropy.
 	 */
-	fl = ah->av.flow_label ? : handle & IB_GRH_FLOWLABEL_MASK;
-	ah->av.sport = cpu_to_be16(rdma_flow_label_to_udp_sport(fl));
+	fl = dest->av.flow_label ? : handle & IB_GRH_FLOWLABEL_MASK;
+	dest->av.sport = cpu_to_be16(rdma_flow_label_to_udp_sport(fl));
 
 	if (udata) {
 		resp.ah = handle;
@@ -136,15 +142,17 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 			goto err_xa;
 	}
 	/* Visible to senders only when complete; the slot is allocated. */
-	xa_store(&vdev->ah_xa, handle, ah, gfp);
+	xa_store(&vdev->ah_xa, handle, dest, gfp);
 	return 0;
 
 err_xa:
 	xa_erase(&vdev->ah_xa, handle);
 err_av:
-	if (ah->av.sgid_attr)
-		rdma_put_gid_attr(ah->av.sgid_attr);
-	dst_cache_destroy(&ah->av.dst_cache);
+	if (dest->av.sgid_attr)
+		rdma_put_gid_attr(dest->av.sgid_attr);
+	dst_cache_destroy(&dest->av.dst_cache);
+err_dest:
+	kfree(dest);
 err_count:
 	atomic_dec(&vdev->num_ah);
 	return ret;
@@ -153,15 +161,14 @@ err_count:
 /**
  * vrdma_destroy_ah() - destroy an AH, with sends using it in flight or not
  * @ibah: the AH
- * @flags: RDMA_DESTROY_AH_SLEEPABLE; user AHs are always destroyed in
- *	process context, kernel ones may be in atomic context (ib_cm)
+ * @flags: RDMA_DESTROY_AH_SLEEPABLE or not: either way we never wait; user
+ *	AHs are destroyed in process context, kernel ones may be in atomic
+ *	context (ib_cm, under a spinlock)
  *
- * Once the handle is out of the table no sender can find the AH; we wait
- * for those that did (each sends one packet) before ib_core frees it.
- * Without RDMA_DESTROY_AH_SLEEPABLE the wait spins: a kernel consumer
- * destroys an AH only after the sends that use it have completed, and a
- * send drops its reference before it completes, so there is at most a
- * sender racing with a destroy it did not wait for, for one packet.
+ * Once the handle is out of the table no sender can find the AH.  A sender
+ * that found it before holds a reference to the destination, not to the
+ * ib_ah, which ib_core frees when we return: the destination goes with the
+ * last reference, ours here or the sender's after its packet.
  *
  * Return: 0
  */
@@ -171,15 +178,7 @@ int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
 	struct vrdma_ah *ah = to_vah(ibah);
 
 	xa_erase(&vdev->ah_xa, ah->handle);
-	vrdma_ah_put(ah);
-	if (flags & RDMA_DESTROY_AH_SLEEPABLE)
-		wait_for_completion(&ah->done);
-	else
-		while (!try_wait_for_completion(&ah->done))
-			cpu_relax();
-
-	rdma_put_gid_attr(ah->av.sgid_attr);
-	dst_cache_destroy(&ah->av.dst_cache);
+	vrdma_ah_put(ah->dest);
 	atomic_dec(&vdev->num_ah);
 	return 0;
 }
@@ -191,29 +190,41 @@ int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
  * @pd: the sending QP's PD
  *
  * The lookup and the reference are taken under the table's lock, which
- * destroy_ah's erase also takes: an AH found here is not freed before
- * vrdma_ah_put().
+ * destroy_ah's erase also takes: a destination found here is not freed
+ * before vrdma_ah_put(), even if its AH is destroyed meanwhile.
  *
  * Context: process (the QP's task).
- * Return: the AH with a reference, or NULL if no AH of @pd has @handle.
+ * Return: the AH's destination with a reference, or NULL if no AH of @pd
+ * has @handle.
  */
-struct vrdma_ah *vrdma_ah_get(struct vrdma_dev *vdev, u32 handle,
-			      struct vrdma_pd *pd)
+struct vrdma_ah_dest *vrdma_ah_get(struct vrdma_dev *vdev, u32 handle,
+				   struct vrdma_pd *pd)
 {
-	struct vrdma_ah *ah;
+	struct vrdma_ah_dest *dest;
 
 	xa_lock(&vdev->ah_xa);
-	ah = xa_load(&vdev->ah_xa, handle);
-	if (ah && ah->pd == pd)
-		refcount_inc(&ah->refs);
+	dest = xa_load(&vdev->ah_xa, handle);
+	if (dest && dest->pd == pd)
+		refcount_inc(&dest->refs);
 	else
-		ah = NULL;
+		dest = NULL;
 	xa_unlock(&vdev->ah_xa);
-	return ah;
+	return dest;
 }
 
-void vrdma_ah_put(struct vrdma_ah *ah)
+/**
+ * vrdma_ah_put() - drop a reference to an AH's destination
+ * @dest: the destination
+ *
+ * The last one frees it; that may be in atomic context (destroy_ah), and
+ * so may what it releases: the GID reference (its entry is freed from a
+ * work item) and the per-CPU route cache.
+ */
+void vrdma_ah_put(struct vrdma_ah_dest *dest)
 {
-	if (refcount_dec_and_test(&ah->refs))
-		complete(&ah->done);
+	if (!refcount_dec_and_test(&dest->refs))
+		return;
+	rdma_put_gid_attr(dest->av.sgid_attr);
+	dst_cache_destroy(&dest->av.dst_cache);
+	kfree(dest);
 }

@@ -42,7 +42,7 @@ int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	u32 psn = qp->req.psn;
 	struct vrdma_deth *deth;
 	struct sk_buff *skb;
-	struct vrdma_ah *ah;
+	struct vrdma_ah_dest *ah;
 	u8 opcode;
 
 	ah = vrdma_ah_get(qp->vdev, wqe->ud.ah, qp->pd);

@@ -175,7 +175,7 @@ enum vrdma_counter {
  * @num_srq: SRQs in existence, held to attr.max_srq
  * @num_ah: AHs in existence, held to attr.max_ah
  * @qp_xa: QPN -> struct vrdma_qp; lookups under its (irq-safe) lock
- * @ah_xa: AH handle -> struct vrdma_ah; lookups under its xa_lock
+ * @ah_xa: AH handle -> struct vrdma_ah_dest; lookups under its xa_lock
  * @mr_xa: key index -> struct vrdma_mr; lookups under RCU
  * @mr_key_byte: last key byte used for each index, so a reused index gets
  *	a different key and stale keys are refused
@@ -469,21 +469,31 @@ struct vrdma_av {
 };
 
 /**
+ * struct vrdma_ah_dest - the part of an AH that UD sends use
+ * @pd: the AH's PD; only QPs of this PD may send with it
+ * @av: the path
+ * @refs: one for the handle table, one per sender using @av right now
+ *
+ * ib_core frees the ib_ah as soon as destroy_ah returns, which may be in
+ * atomic context, where we cannot wait for a sender; so what senders use
+ * is allocated apart, and the last reference frees it.
+ */
+struct vrdma_ah_dest {
+	struct vrdma_pd *pd;
+	struct vrdma_av av;
+	refcount_t refs;
+};
+
+/**
  * struct vrdma_ah - an address handle: the destination of UD sends
  * @ibah: ib_core's part; ib_core frees it after destroy_ah
- * @pd: the PD; only QPs of this PD may send with the AH
- * @av: the path
+ * @dest: the destination, which may outlive the AH by a packet
  * @handle: the number UD send WQEs name the AH by (vrdma_send_wqe.ud.ah)
- * @refs: senders using @av right now, plus one for the handle table
- * @done: completed when @refs drops to zero
  */
 struct vrdma_ah {
 	struct ib_ah ibah;
-	struct vrdma_pd *pd;
-	struct vrdma_av av;
+	struct vrdma_ah_dest *dest;
 	u32 handle;
-	refcount_t refs;
-	struct completion done;
 };
 
 /* Requests the requester may have sent and not had acknowledged. */
@@ -971,9 +981,9 @@ int vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_recv_wqe *wqe);
 int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		    struct ib_udata *udata);
 int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags);
-struct vrdma_ah *vrdma_ah_get(struct vrdma_dev *vdev, u32 handle,
-			      struct vrdma_pd *pd);
-void vrdma_ah_put(struct vrdma_ah *ah);
+struct vrdma_ah_dest *vrdma_ah_get(struct vrdma_dev *vdev, u32 handle,
+				   struct vrdma_pd *pd);
+void vrdma_ah_put(struct vrdma_ah_dest *dest);
 int vrdma_av_set(struct vrdma_av *av, const struct rdma_ah_attr *attr);
 
 /* kverbs.c */

@@ -19,6 +19,7 @@
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, validates the test).
 # NVMEOF_SIZE_MB: how much of the disk fio covers (default 8).
+# nvmeof_2vm.sh runs target and host in two VMs, over the wire.
 #
 # make check-long runs it on the host: lib.sh then boots a VM (scripts/vm-run,
 # output in out/nvmeof) and runs itself there.

@@ -879,6 +879,111 @@ TEST_F_TIMEOUT(ud, many_destinations, 120)
 		EXPECT_EQ(0, ibv_destroy_ah(ah[i]));
 }
 
+/*
+ * An AH destroyed while sends that name it are queued and in flight:
+ * destroy_ah does not wait for the sender, which may still hold the AH's
+ * destination (and drop the last reference to it, after its packet).  The
+ * sends are posted with the SQ drained (SQD), so they wait; the modify
+ * back to RTS hands them to the QP's task, and the AH is destroyed while
+ * that task sends them, after a delay that differs from round to round.
+ * Each send before the destroy took effect succeeds and arrives intact;
+ * once the handle is gone, the next send fails (its AH does not exist,
+ * local QP operation error) and flushes the rest.  Under KASAN a
+ * destination freed under its sender would show as a use after free.
+ */
+TEST_F_TIMEOUT(ud, destroy_ah_in_flight, 120)
+{
+	enum { ROUNDS = 8, N = 40, SLOT = 1024, SLOTS = 64 };
+	static const int delay_us[ROUNDS] = {
+		0, 300, 500, 700, 900, 1200, 2000, 5000,
+	};
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_SQD };
+	unsigned int posted = 0, used = 0;
+	int r, k, ok, failed, arrived;
+	struct ibv_sge sge;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	char what[64];
+	uint8_t want[100];
+
+	if (ibv_modify_qp(self->a.qp, &qa, IBV_QP_STATE) && rc_cfg.is_rxe)
+		SKIP(return, "rxe: no SQD for a UD QP");
+	ASSERT_EQ(IBV_QPS_SQD, ud_state(&self->a));
+	qa.qp_state = IBV_QPS_RTS;
+	ASSERT_EQ(0, ibv_modify_qp(self->a.qp, &qa, IBV_QP_STATE));
+	ASSERT_LE(SLOT * SLOTS, self->bb.size);
+	for (r = 0; r < ROUNDS; r++) {
+		/* B's RQ topped up to N receives, each in a slot of its own. */
+		for (; posted < used + N; posted++)
+			ASSERT_EQ(0, ud_post_recv(self->b.qp, posted % SLOTS,
+						  &self->bb,
+						  posted % SLOTS * SLOT,
+						  SLOT));
+		ah = ud_ah(self->da->pd, self->gidx_a, &self->gid_b, 0, 0);
+		ASSERT_NE(NULL, ah);
+		rc_fill(self->ba.p, 100, 0x900 + r, 0);
+		ud_sge(&sge, &self->ba, 0, 100);
+		qa.qp_state = IBV_QPS_SQD;
+		ASSERT_EQ(0, ibv_modify_qp(self->a.qp, &qa, IBV_QP_STATE));
+		for (k = 0; k < N; k++)
+			ASSERT_EQ(0, ud_post_send(self->a.qp, k, IBV_WR_SEND,
+						  &sge, 1, 0, ah,
+						  self->b.qp->qp_num, UD_QKEY,
+						  0));
+		qa.qp_state = IBV_QPS_RTS;
+		ASSERT_EQ(0, ibv_modify_qp(self->a.qp, &qa, IBV_QP_STATE));
+		if (delay_us[r])
+			usleep(delay_us[r]);
+		ASSERT_EQ(0, ibv_destroy_ah(ah));
+
+		ok = 0;
+		failed = 0;
+		for (k = 0; k < N; k++) {
+			snprintf(what, sizeof(what), "round %d send %d", r, k);
+			ASSERT_EQ(1, rc_poll(self->a.scq, &wc, 1,
+					     RC_TIMEOUT_MS)) {
+				TH_LOG("%s: no completion", what);
+			}
+			EXPECT_EQ((uint64_t)k, wc.wr_id);
+			if (wc.status == IBV_WC_SUCCESS && !failed) {
+				ok++;
+				continue;
+			}
+			/* The first failure names the AH, the rest flush. */
+			EXPECT_EQ(failed ? IBV_WC_WR_FLUSH_ERR :
+					   IBV_WC_LOC_QP_OP_ERR, wc.status) {
+				TH_LOG("%s: %s", what,
+				       ibv_wc_status_str(wc.status));
+			}
+			failed++;
+		}
+		TH_LOG("round %d: %d of %d sent before the AH went", r, ok,
+		       N);
+		/* What was sent arrives, in order, intact. */
+		rc_fill(want, sizeof(want), 0x900 + r, 0);
+		for (arrived = 0; arrived < ok; arrived++, used++) {
+			snprintf(what, sizeof(what), "round %d receive %d", r,
+				 arrived);
+			ASSERT_EQ(1, rc_poll(self->b.rcq, &wc, 1,
+					     RC_TIMEOUT_MS)) {
+				TH_LOG("%s: missing", what);
+			}
+			rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
+				.wr_id = used % SLOTS,
+				.status = IBV_WC_SUCCESS,
+				.opcode = IBV_WC_RECV, .recv = 1,
+				.byte_len = GRH + 100,
+				.qp_num = self->b.qp->qp_num,
+			}, what);
+			EXPECT_SAME_BYTES(self->bb.p + used % SLOTS * SLOT +
+					  GRH, want, sizeof(want), what);
+		}
+		EXPECT_CQ_EMPTY(self->b.rcq, "more than was sent");
+		if (failed)
+			ud_recover_sq(_metadata, self, &self->a);
+	}
+}
+
 /* Two UD QPs receiving through one SRQ: each message in some WQE of it. */
 TEST_F(ud, srq)
 {

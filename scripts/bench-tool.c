@@ -6,16 +6,24 @@
  *                          creation and destruction of 1,000 RC QPs
  *   bench-tool memcpy      single-core memcpy bandwidth, the ceiling of a
  *                          data path that copies once
+ *   bench-tool pingpong    half the round trip of a token passed through
+ *                          shared memory between two processes pinned to
+ *                          CPUs 0 and 1: the floor of perftest's latency
+ *                          (also half a round trip) in this VM
  *
  * Output: CSV lines "test,size,qps,REP,value,unit" (scripts/bench-vm puts
  * the device and the repetition in).
  */
+#define _GNU_SOURCE
 #include <infiniband/verbs.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MR_SIZE		(1UL << 30)
 #define NUM_QP		1000
@@ -156,12 +164,71 @@ static int memcpy_bw(void)
 	return 0;
 }
 
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* As perftest's *_lat: the typical (median) of 200 half round trips. */
+static int pingpong(void)
+{
+	enum { ITERS = 200 };
+	volatile int *tok;
+	static double lat[ITERS];
+	double t, tmp;
+	pid_t pid;
+	int i, j;
+
+	tok = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (tok == MAP_FAILED)
+		return 1;
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (!pid) {
+		/* The echo side; the two tokens on different cache lines. */
+		pin(1);
+		for (i = 1; i <= ITERS; i++) {
+			while (tok[0] != i)
+				;
+			tok[16] = i;
+		}
+		_exit(0);
+	}
+	pin(0);
+	usleep(100000);
+	for (i = 1; i <= ITERS; i++) {
+		t = now();
+		tok[0] = i;
+		while (tok[16] != i)
+			;
+		lat[i - 1] = (now() - t) / 2;
+	}
+	waitpid(pid, NULL, 0);
+	for (i = 1; i < ITERS; i++)
+		for (j = i; j > 0 && lat[j - 1] > lat[j]; j--) {
+			tmp = lat[j];
+			lat[j] = lat[j - 1];
+			lat[j - 1] = tmp;
+		}
+	printf("pingpong,2,1,REP,%.2f,us\n", lat[ITERS / 2] * 1e6);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "verbs"))
 		return verbs(argv[2]);
 	if (argc == 2 && !strcmp(argv[1], "memcpy"))
 		return memcpy_bw();
-	fprintf(stderr, "usage: bench-tool verbs DEV | bench-tool memcpy\n");
+	if (argc == 2 && !strcmp(argv[1], "pingpong"))
+		return pingpong();
+	fprintf(stderr,
+		"usage: bench-tool verbs DEV | bench-tool memcpy | bench-tool pingpong\n");
 	return 2;
 }

@@ -11,7 +11,6 @@
  * QPs over all CPUs.  The task is queued by the doorbell (post_send), by
  * the receive path, and by timers.
  */
-#include <linux/vmalloc.h>
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -426,7 +425,11 @@ static int vrdma_qp_alloc_queues(struct vrdma_qp *qp, struct ib_qp_cap *cap,
 	cap->max_inline_data = qp->max_inline;
 
 	qp->swqe = kvcalloc(n, sizeof(*qp->swqe), GFP_KERNEL);
-	qp->swqe_buf = vmalloc_array(n, stride);
+	/*
+	 * kmalloc while small: every vmalloc'ed area freed adds to the lazy
+	 * purge, whose kernel TLB flush interrupts every CPU.
+	 */
+	qp->swqe_buf = kvmalloc_array(n, stride, GFP_KERNEL);
 	if (!qp->swqe || !qp->swqe_buf)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
@@ -464,7 +467,7 @@ static void vrdma_qp_free_queues(struct vrdma_qp *qp)
 	if (!qp->srq)
 		vrdma_queue_destroy(&qp->rq);
 	kvfree(qp->swqe);
-	vfree(qp->swqe_buf);
+	kvfree(qp->swqe_buf);
 	kfree(qp->rwqe.wqe);
 	kfree(qp->resp.res);
 }

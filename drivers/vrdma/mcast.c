@@ -111,7 +111,7 @@ static int vrdma_mcg_netdev(struct vrdma_dev *vdev, const union ib_gid *mgid,
 	struct net_device *ndev = vdev->ndev;
 	struct in_device *in_dev;
 	u8 mac[ETH_ALEN];
-	int ret;
+	int ret = 0;
 
 	if (ipv4)
 		ip_eth_mc_map(addr6->s6_addr32[3], mac);
@@ -123,22 +123,23 @@ static int vrdma_mcg_netdev(struct vrdma_dev *vdev, const union ib_gid *mgid,
 		if (ret)
 			return ret;
 	}
+	/* IGMP and MLD membership changes are made under RTNL. */
+	rtnl_lock();
 	if (ipv4) {
-		rtnl_lock();
 		in_dev = __in_dev_get_rtnl(ndev);
 		if (in_dev && join)
 			ip_mc_inc_group(in_dev, addr6->s6_addr32[3]);
 		else if (in_dev)
 			ip_mc_dec_group(in_dev, addr6->s6_addr32[3]);
-		rtnl_unlock();
 	} else if (ipv6 && join) {
 		ret = ipv6_dev_mc_inc(ndev, addr6);
-		if (ret) {
-			dev_mc_del(ndev, mac);
-			return ret;
-		}
 	} else if (ipv6) {
 		ipv6_dev_mc_dec(ndev, addr6);
+	}
+	rtnl_unlock();
+	if (join && ret) {
+		dev_mc_del(ndev, mac);
+		return ret;
 	}
 	/* Unregistering the netdev may have flushed its list already. */
 	if (!join)

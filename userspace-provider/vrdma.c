@@ -30,6 +30,8 @@ static void vrdma_free_context(struct ibv_context *ibctx);
 static const struct verbs_context_ops vrdma_ctx_ops = {
 	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
+	/* Multicast is the kernel's alone: nothing in the rings changes. */
+	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = vrdma_bind_mw,
 	.create_ah = vrdma_create_ah,
 	.create_cq = vrdma_create_cq,
@@ -44,6 +46,7 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.destroy_cq = vrdma_destroy_cq,
 	.destroy_qp = vrdma_destroy_qp,
 	.destroy_srq = vrdma_destroy_srq,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = vrdma_free_context,
 	.modify_qp = vrdma_modify_qp,
 	.modify_srq = vrdma_modify_srq,

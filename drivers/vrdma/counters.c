@@ -66,6 +66,8 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_ACK_COALESCED].name	= "acks_coalesced",
 	[VRDMA_CNT_LOCAL_OPS].name	= "local_ops",
 	[VRDMA_CNT_LOCAL_BYTES].name	= "local_bytes",
+	[VRDMA_CNT_MCAST_SENT].name	= "mcast_sent_pkts",
+	[VRDMA_CNT_MCAST_RCVD].name	= "mcast_rcvd_pkts",
 	[VRDMA_CNT_RCVD_DROPPED].name	= "rcvd_dropped",
 };
 

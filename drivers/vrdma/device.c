@@ -68,6 +68,10 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	attr->atomic_cap = IB_ATOMIC_HCA;
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
 	attr->max_ah = VRDMA_MAX_AH;
+	/* UD multicast: held to these by mcast.c. */
+	attr->max_mcast_grp = VRDMA_MAX_MCAST_GRP;
+	attr->max_mcast_qp_attach = VRDMA_MAX_MCAST_QP_ATTACH;
+	attr->max_total_mcast_qp_attach = VRDMA_MAX_TOTAL_MCAST_QP_ATTACH;
 	attr->max_srq = VRDMA_MAX_SRQ;
 	attr->max_srq_wr = VRDMA_MAX_SRQ_WR;
 	attr->max_srq_sge = VRDMA_MAX_SGE;
@@ -114,6 +118,7 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&vdev->mr_xa);
 	kvfree(vdev->mr_key_byte);
 	vrdma_mw_dev_fini(vdev);
+	vrdma_mcast_dev_fini(vdev);
 	netdev_put(vdev->ndev, &vdev->ndev_tracker);
 }
 
@@ -126,6 +131,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
 	.alloc_ucontext = vrdma_alloc_ucontext,
+	.attach_mcast = vrdma_attach_mcast,
 	.create_cq = vrdma_create_cq,
 	.create_qp = vrdma_create_qp,
 	.create_srq = vrdma_create_srq,
@@ -140,6 +146,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.destroy_cq = vrdma_destroy_cq,
 	.destroy_qp = vrdma_destroy_qp,
 	.destroy_srq = vrdma_destroy_srq,
+	.detach_mcast = vrdma_detach_mcast,
 	.disassociate_ucontext = vrdma_disassociate_ucontext,
 	.get_dev_fw_str = vrdma_get_dev_fw_str,
 	.get_dma_mr = vrdma_get_dma_mr,
@@ -206,6 +213,8 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
 	vdev->mr_key_byte = kvzalloc(VRDMA_MAX_MR + 1, GFP_KERNEL);
 	ret = vrdma_mw_dev_init(vdev);
+	if (!ret)
+		ret = vrdma_mcast_dev_init(vdev);
 	if (!vdev->mr_key_byte || ret) {
 		ret = -ENOMEM;
 		goto err_dealloc;

@@ -278,6 +278,10 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 	pkt->ack_req = apsn & VRDMA_BTH_ACKREQ;
 	trace_vrdma_rcv(vdev, skb);
 
+	if (pkt->qpn == VRDMA_MCAST_QPN) {
+		vrdma_mcast_rcv(vdev, skb, bytes);
+		return;
+	}
 	qp = vrdma_qp_get(vdev, pkt->qpn);
 	if (!qp) {
 		vrdma_count(vdev, VRDMA_CNT_NO_QP);
@@ -587,6 +591,18 @@ static int vrdma_route4(struct net *net, struct sk_buff *skb,
 	struct rtable *rt;
 	__be32 saddr;
 
+	/*
+	 * A multicast route says whether the host is a member of the group,
+	 * which decides if IP loops the packet back to us (mcast.c); that
+	 * changes with attach and detach, so such a route is not kept.
+	 */
+	if (ipv4_is_multicast(av->daddr4)) {
+		rt = ip_route_output_key(net, &fl4);
+		if (IS_ERR(rt))
+			return PTR_ERR(rt);
+		skb_dst_set(skb, &rt->dst);
+		return 0;
+	}
 	rt = dst_cache_get_ip4(&av->dst_cache, &saddr);
 	if (rt && saddr == av->saddr4) {
 		skb_dst_set(skb, &rt->dst);

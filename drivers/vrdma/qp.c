@@ -838,6 +838,8 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct vrdma_dev *vdev = qp->vdev;
 
 	vrdma_debugfs_qp_del(qp);
+	/* No multicast group may reach the QP any more. */
+	vrdma_mcast_qp_destroy(qp);
 	mutex_lock(&qp->mutex);
 	WRITE_ONCE(qp->destroyed, true);
 	mutex_unlock(&qp->mutex);

@@ -17,9 +17,15 @@
  * IBV_WC_GRH, the sending QP (src_qp) and a byte_len that counts the 40
  * bytes.  A packet with the wrong Q_Key, or for which no receive WQE is
  * posted, is dropped and counted.
+ *
+ * An AH whose destination GID is a multicast address sends to a multicast
+ * group: the packet's destination is that IP multicast address (and its
+ * multicast MAC, by the neighbour table), and its destination QPN the
+ * multicast QPN, whatever the WQE says.  Receiving one is mcast.c's.
  */
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <rdma/ib_addr.h>
 
 #include "vrdma.h"
 #include "pkt.h"
@@ -39,6 +45,7 @@ int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
 	u32 qkey = wqe->ud.remote_qkey;
+	u32 dqpn = wqe->ud.remote_qpn;
 	u32 psn = qp->req.psn;
 	struct vrdma_deth *deth;
 	struct sk_buff *skb;
@@ -84,8 +91,12 @@ int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		swqe->status = IB_WC_LOC_PROT_ERR;
 		goto out;
 	}
-	vrdma_bth_init(skb, wqe->ud.remote_qpn, psn,
-		       wqe->flags & VRDMA_SEND_SOLICITED, false);
+	if (rdma_is_multicast_addr((struct in6_addr *)ah->av.dgid.raw)) {
+		dqpn = VRDMA_MCAST_QPN;
+		vrdma_count(qp->vdev, VRDMA_CNT_MCAST_SENT);
+	}
+	vrdma_bth_init(skb, dqpn, psn, wqe->flags & VRDMA_SEND_SOLICITED,
+		       false);
 
 	swqe->first_psn = psn;
 	swqe->last_psn = psn;

@@ -20,6 +20,7 @@
  *   qp.c        queue pairs: creation, the state machine, the QP's task
  *   srq.c       shared receive queues: one receive ring for many QPs
  *   ah.c        address handles: where a UD send goes
+ *   mcast.c     UD multicast: groups of QPs, attach and detach
  *   pkt.h       the RoCEv2 headers (BTH, RETH, AETH, ...) and opcodes
  *   opcode.c    what each BTH opcode carries
  *   icrc.c      the invariant CRC of RoCEv2 packets
@@ -94,6 +95,9 @@ static_assert(sizeof(union rdma_network_hdr) == VRDMA_GRH_SIZE);
 #define VRDMA_MAX_SRQ		4096
 #define VRDMA_MAX_SRQ_WR	16384
 #define VRDMA_MAX_AH		65536
+#define VRDMA_MAX_MCAST_GRP	256
+#define VRDMA_MAX_MCAST_QP_ATTACH 64
+#define VRDMA_MAX_TOTAL_MCAST_QP_ATTACH 2048
 #define VRDMA_MAX_RD_ATOMIC	128
 #define VRDMA_MAX_MR_SIZE	BIT_ULL(40)
 #define VRDMA_MAX_FAST_REG_PAGES 512
@@ -106,6 +110,8 @@ static_assert(sizeof(union rdma_network_hdr) == VRDMA_GRH_SIZE);
 #define VRDMA_GSI_QPN		1
 #define VRDMA_MIN_QPN		2
 #define VRDMA_MAX_QPN		0xffffff
+/* The destination QPN of a multicast packet: every QP of the group. */
+#define VRDMA_MCAST_QPN		0xffffff
 
 /* A Q_Key in a UD send WQE with this bit set means "the QP's Q_Key". */
 #define VRDMA_QKEY_USE_QP	0x80000000
@@ -158,6 +164,8 @@ enum vrdma_counter {
 	VRDMA_CNT_ACK_COALESCED,	/* ACK requests answered by a later ACK */
 	VRDMA_CNT_LOCAL_OPS,		/* messages moved by local.c, no packet */
 	VRDMA_CNT_LOCAL_BYTES,		/* their payload bytes */
+	VRDMA_CNT_MCAST_SENT,		/* UD: packets sent to a multicast GID */
+	VRDMA_CNT_MCAST_RCVD,		/* UD: multicast packets delivered */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -187,6 +195,7 @@ enum vrdma_counter {
  * @qp_next: where the cyclic search for a free QPN resumes
  * @ah_next: where the cyclic search for a free AH handle resumes
  * @net: the tunnel sockets of the netdev's namespace (net.c)
+ * @mcast: its multicast groups (mcast.c)
  * @parent: the parent device, whose net/ names @ndev (parent.c)
  * @counters: enum vrdma_counter
  * @debugfs: its directory under /sys/kernel/debug/vrdma (debugfs.c)
@@ -214,6 +223,7 @@ struct vrdma_dev {
 	u32 qp_next;
 	u32 ah_next;
 	struct vrdma_net *net;
+	struct vrdma_mcast *mcast;
 	struct vrdma_parent *parent;
 	atomic64_t counters[VRDMA_NUM_COUNTERS];
 	struct dentry *debugfs;
@@ -985,6 +995,15 @@ struct vrdma_ah_dest *vrdma_ah_get(struct vrdma_dev *vdev, u32 handle,
 				   struct vrdma_pd *pd);
 void vrdma_ah_put(struct vrdma_ah_dest *dest);
 int vrdma_av_set(struct vrdma_av *av, const struct rdma_ah_attr *attr);
+
+/* mcast.c */
+int vrdma_mcast_dev_init(struct vrdma_dev *vdev);
+void vrdma_mcast_dev_fini(struct vrdma_dev *vdev);
+int vrdma_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int vrdma_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+void vrdma_mcast_qp_destroy(struct vrdma_qp *qp);
+void vrdma_mcast_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
+		     unsigned int bytes);
 
 /* kverbs.c */
 int vrdma_kpost_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,

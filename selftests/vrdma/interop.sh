@@ -27,6 +27,7 @@
 
 IP4_A=10.77.0.1 IP4_B=10.77.0.2
 IP6_A=fd77::1 IP6_B=fd77::2
+MC_GROUP=239.77.0.1
 SLOW=${VRDMA_TEST_SLOW:-1}
 # Per row: how long the client may run, and how long to wait for a server.
 CLIENT_TIMEOUT=$((150 * SLOW))
@@ -36,7 +37,9 @@ PORT0=18800
 # The rows.  row DIR IP TOOL ARGS...: DIR v2r runs the client on vrdma and
 # the server on rxe, r2v the reverse; IP picks the GIDs both use: 4, 6
 # (fd77::/64) or ll (IPv6 link-local, fe80::/64).  The tool gets -d,
-# -g/-x (GID), -p and the server's IPv4 address (for its TCP exchange).
+# -g/-x (GID), -p and the server's IPv4 address (for its TCP exchange);
+# mckey gets the group MC_GROUP, its own address (-b) and, on the client,
+# -s (send).
 rows()
 {
 	row v2r 4 ibv_rc_pingpong --chk -n 20 -s 101
@@ -68,6 +71,9 @@ rows()
 	row r2v 4 ib_send_bw -c UD -s 1024 -n 10
 	row v2r 4 ib_write_bw -c UC -s 10001 -n 10
 	row r2v 6 ib_send_bw -c UC -s 10001 -n 10
+	# UD multicast through rdma_cm: the server receives, the client sends.
+	row v2r 4 mckey -C 20 -S 1000
+	row r2v 4 mckey -C 20 -S 100
 }
 
 # ---------------------------------------------------------------- host ----
@@ -273,6 +279,7 @@ vm_setup()
 		link set eth0 up
 	EOF
 	rdma link add "$DEV" type "$TYPE" netdev eth0 || return 1
+	modprobe rdma_ucm || return 1	# mckey
 	wait_until $((30 * SLOW)) gid_index "$DEV" 4 &&
 		wait_until $((30 * SLOW)) gid_index "$DEV" 6 &&
 		wait_until $((30 * SLOW)) gid_index "$DEV" ll
@@ -319,6 +326,12 @@ tool_cmd()
 	*) g=$GLL ;;
 	esac
 	case $tool in
+	mckey)
+		# Line-buffered: the server's readiness is read from its log.
+		CMD=(stdbuf -oL mckey -m "$MC_GROUP" -b "$MY_IP4" "$@")
+		[ -z "$SERVER" ] || CMD+=(-s)
+		return
+		;;
 	ibv_*) CMD=("$tool" -d "$DEV" -g "$g" -p $((PORT0 + n)) "$@") ;;
 	*) CMD=("$tool" -d "$DEV" -x "$g" -p $((PORT0 + n)) -F "$@") ;;
 	esac
@@ -329,6 +342,7 @@ tool_cmd()
 ok_pattern()
 {
 	case $1 in
+	mckey) echo 'return status 0' ;;
 	ibv_*) echo '[0-9]+ iters in' ;;
 	*) echo '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+' ;;
 	esac
@@ -342,7 +356,8 @@ run_server()
 	shift
 	timeout -k 5 $((CLIENT_TIMEOUT + LISTEN_TIMEOUT)) "$@" >"$S/$n.server.log" 2>&1 &
 	pid=$!
-	if wait_until "$LISTEN_TIMEOUT" sh -c "ss -Hltn 'sport = :$((PORT0 + n))' | grep -q . || ! kill -0 $pid"; then
+	# mckey has joined and posted its receives once it says so.
+	if wait_until "$LISTEN_TIMEOUT" sh -c "ss -Hltn 'sport = :$((PORT0 + n))' | grep -q . || grep -q 'receiving data transfers' '$S/$n.server.log' || ! kill -0 $pid"; then
 		touch "$S/$n.listening"
 	fi
 	while kill -0 "$pid" 2>/dev/null; do
@@ -417,8 +432,8 @@ row()
 	fi
 
 	t0=$SECONDS
-	peer_ip=$IP4_A
-	[ "$SIDE" = a ] && peer_ip=$IP4_B
+	peer_ip=$IP4_A MY_IP4=$IP4_B
+	[ "$SIDE" = a ] && peer_ip=$IP4_B MY_IP4=$IP4_A
 	if [ "$SIDE" = "$srv" ]; then
 		SERVER=
 		tool_cmd "$n" "$ip" "$tool" "$@"

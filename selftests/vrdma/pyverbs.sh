@@ -41,7 +41,6 @@ test_qpex.*_atomic_write;Extended QP is not supported;RDMA atomic write is not i
 *;Importing a device is not supported;importing a context (ibv_import_device) is not implemented
 test_rdmacm.*;doesn't have net interface;rxe: no device/net in sysfs for a device on a veth
 test_rdmacm.*;has no QP1;rdma_cm needs QP1 (GSI), which comes with kernel verbs
-test_rdmacm.*multicast*;Multicast is not supported;multicast is not implemented
 EOF
 )
 

@@ -19,8 +19,18 @@ static bool vrdma_netdev_active(struct net_device *ndev)
 	return netif_running(ndev) && netif_carrier_ok(ndev);
 }
 
-/* The largest IB MTU whose RoCEv2 packets fit in the netdev MTU. */
-static enum ib_mtu vrdma_active_mtu(struct net_device *ndev)
+/**
+ * vrdma_active_mtu() - the port's active MTU
+ * @ndev: the bound netdev
+ *
+ * Cheap and lock-free, unlike a whole vrdma_query_port(), whose
+ * ib_get_eth_speed() takes the RTNL: modify_qp, under the QP's mutex,
+ * must not (rdma_cm holds its own mutexes around modify_qp, and takes
+ * them under the RTNL elsewhere).
+ *
+ * Return: the largest IB MTU whose RoCEv2 packets fit in the netdev MTU.
+ */
+enum ib_mtu vrdma_active_mtu(struct net_device *ndev)
 {
 	enum ib_mtu mtu = iboe_get_mtu(READ_ONCE(ndev->mtu));
 

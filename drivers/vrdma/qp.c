@@ -682,15 +682,16 @@ static void vrdma_qp_store_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
 		a->en_sqd_async_notify = attr->en_sqd_async_notify;
 }
 
-/* The path MTU in use: what was asked, at most what the netdev carries. */
+/*
+ * The path MTU in use: what was asked, at most what the netdev carries.
+ * Not through vrdma_query_port(): that takes the RTNL, and the QP's mutex
+ * is held here (lockdep: rtnl_mutex -> rdma_cm's qp_mutex -> qp->mutex).
+ */
 static u32 vrdma_qp_mtu(struct vrdma_qp *qp)
 {
-	struct ib_port_attr pattr = {};
 	enum ib_mtu mtu = qp->attr.path_mtu ? qp->attr.path_mtu : IB_MTU_1024;
 
-	if (!vrdma_query_port(&qp->vdev->ibdev, VRDMA_PORT, &pattr))
-		mtu = min(mtu, pattr.active_mtu);
-	return ib_mtu_enum_to_int(mtu);
+	return ib_mtu_enum_to_int(min(mtu, vrdma_active_mtu(qp->vdev->ndev)));
 }
 
 /**

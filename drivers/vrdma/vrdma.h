@@ -812,6 +812,7 @@ int vrdma_dev_register(struct vrdma_dev *vdev, const char *name);
 int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev);
 
 /* port.c */
+enum ib_mtu vrdma_active_mtu(struct net_device *ndev);
 int vrdma_query_port(struct ib_device *ibdev, u32 port,
 		     struct ib_port_attr *attr);
 int vrdma_get_port_immutable(struct ib_device *ibdev, u32 port,

@@ -50,19 +50,7 @@ static int mc_gid6_idx[2] = { -1, -1 };
 
 static long mc_counter(const char *dev, const char *name)
 {
-	char path[256];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return rc_hw_counter(dev, name);
 }
 
 /* A UD QP in RTS with Q_Key @qkey; its CQs are @cq. */

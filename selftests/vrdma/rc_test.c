@@ -193,22 +193,9 @@ TEST_F(rc, opcodes)
 /* A counter of device @d (rc_cfg.name[@i]), or -1. */
 static long long hw_counter(int i, const char *name)
 {
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
 	/* ib_core caches the counters for a few milliseconds. */
 	usleep(50 * 1000);
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 rc_cfg.name[i], name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return rc_hw_counter(rc_cfg.name[i], name);
 }
 
 /*

@@ -50,17 +50,7 @@ FIXTURE(atomic) {
 	int two;
 };
 
-FIXTURE_VARIANT(atomic) {
-	int two_devices;
-};
-
-FIXTURE_VARIANT_ADD(atomic, loopback) {
-	.two_devices = 0,
-};
-
-FIXTURE_VARIANT_ADD(atomic, two_devices) {
-	.two_devices = 1,
-};
+RC_ENDS_VARIANTS(atomic);
 
 FIXTURE_SETUP(atomic)
 {

@@ -33,17 +33,7 @@ FIXTURE(ex) {
 	struct rc_env e;
 };
 
-FIXTURE_VARIANT(ex) {
-	int two_devices;
-};
-
-FIXTURE_VARIANT_ADD(ex, loopback) {
-	.two_devices = 0,
-};
-
-FIXTURE_VARIANT_ADD(ex, two_devices) {
-	.two_devices = 1,
-};
+RC_ENDS_VARIANTS(ex);
 
 FIXTURE_SETUP(ex)
 {

@@ -544,62 +544,18 @@ TEST_F_TIMEOUT(mc_err, limits, 300)
 	/* The teardown destroys them all attached: the groups go too. */
 }
 
-static int mc_find_gid6(const char *dev, const char *gid)
-{
-	char path[256], buf[64];
-	int i;
-	FILE *f;
-
-	for (i = 0; i < 4096; i++) {
-		snprintf(path, sizeof(path),
-			 "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
-		f = fopen(path, "r");
-		if (!f)
-			break;
-		if (!fgets(buf, sizeof(buf), f))
-			buf[0] = 0;
-		fclose(f);
-		if (!strncmp(buf, gid, strlen(gid)))
-			return i;	/* vrdma and rxe: RoCE v2 first */
-	}
-	return -1;
-}
-
 static void mc_ipv6_setup(void)
 {
 	static const char *const gid[2] = {
 		"fd00:0215:0000:0000:0000:0000:0000:0001",
 		"fd00:0215:0000:0000:0000:0000:0000:0002",
 	};
-	double deadline;
 
-	if (access("/proc/sys/net/ipv6", F_OK))
-		return;
-	/* Gone with the veth at the end. */
-	if (rc_sh("ip -6 -batch - <<EOF\n"
-		  "addr add " IP6_0 "/64 dev " NETDEV0 " nodad\n"
-		  "addr add " IP6_1 "/64 dev " NETDEV1 " nodad\n"
-		  "EOF"))
-		rc_fail("IPv6 addresses failed");
-	deadline = rc_now_ms() + RC_TIMEOUT_MS;
-	do {
-		mc_gid6_idx[0] = mc_find_gid6(rc_cfg.name[0], gid[0]);
-		mc_gid6_idx[1] = mc_find_gid6(rc_cfg.name[1], gid[1]);
-		if (mc_gid6_idx[0] >= 0 && mc_gid6_idx[1] >= 0)
-			break;
-		usleep(100 * 1000);
-	} while (rc_now_ms() < deadline);
+	if (!rc_suite_ipv6_addrs(IP6_0, IP6_1))
+		rc_suite_wait_gids(gid, mc_gid6_idx);
 }
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
-
-	suite_setup();
-	atexit(suite_teardown);
-	mc_ipv6_setup();
-	list = ibv_get_device_list(NULL);
-	if (list)
-		ibv_free_device_list(list);
-	return test_harness_run(argc, argv);
+	return rc_suite_main_setup(argc, argv, mc_ipv6_setup);
 }

@@ -29,6 +29,22 @@ struct rc_config rc_cfg;
 #define IP0		"10.211.0.1"
 #define IP1		"10.211.0.2"
 
+/*
+ * RC_ENDS_VARIANTS(f): fixture @f runs twice, between two QPs of one
+ * device (loopback) and between the two devices (two_devices); its setup
+ * reads variant->two_devices (rc_ends_open()).
+ */
+#define RC_ENDS_VARIANTS(f)				\
+	FIXTURE_VARIANT(f) {				\
+		int two_devices;			\
+	};						\
+	FIXTURE_VARIANT_ADD(f, loopback) {		\
+		.two_devices = 0,			\
+	};						\
+	FIXTURE_VARIANT_ADD(f, two_devices) {		\
+		.two_devices = 1,			\
+	}
+
 static int rc_set_up;
 static int rc_loaded_rxe;
 
@@ -183,13 +199,55 @@ static void rc_select_tests(void)
 	free(names);
 }
 
-static inline int rc_suite_main(int argc, char **argv)
+/*
+ * rc_suite_ipv6_addrs() - @ip6_0 and @ip6_1 (/64, no DAD) on the two veth
+ * ends; they go with the veth at the end.  Returns 0, or 1 without IPv6.
+ */
+static inline int rc_suite_ipv6_addrs(const char *ip6_0, const char *ip6_1)
+{
+	if (access("/proc/sys/net/ipv6", F_OK))
+		return 1;
+	if (rc_shf("ip -6 -batch - <<EOF\n"
+		  "addr add %s/64 dev " NETDEV0 " nodad\n"
+		  "addr add %s/64 dev " NETDEV1 " nodad\n"
+		  "EOF", ip6_0, ip6_1))
+		rc_fail("IPv6 addresses failed");
+	return 0;
+}
+
+/*
+ * rc_suite_wait_gids() - wait (RC_TIMEOUT_MS at most) for the two devices'
+ * RoCE v2 GIDs starting with @gid[0] and @gid[1] (sysfs notation); their
+ * indices go to @idx, -1 for one that did not come.
+ */
+static inline void rc_suite_wait_gids(const char *const gid[2], int idx[2])
+{
+	double deadline = rc_now_ms() + RC_TIMEOUT_MS;
+
+	do {
+		idx[0] = rc_find_gid_prefix(rc_cfg.name[0], gid[0]);
+		idx[1] = rc_find_gid_prefix(rc_cfg.name[1], gid[1]);
+		if (idx[0] >= 0 && idx[1] >= 0)
+			break;
+		usleep(100 * 1000);
+	} while (rc_now_ms() < deadline);
+}
+
+/*
+ * rc_suite_main_setup() - the main() of a suite program: its devices and veth
+ * set up (then @setup, if any, for what the program adds to them), torn
+ * down at exit, then the harness.
+ */
+static inline int rc_suite_main_setup(int argc, char **argv,
+				      void (*setup)(void))
 {
 	struct ibv_device **list;
 
 	rc_select_tests();
 	suite_setup();
 	atexit(suite_teardown);
+	if (setup)
+		setup();
 	/*
 	 * Load the providers once here rather than in every test child (slow
 	 * under TCG). No device is opened before the tests fork.
@@ -198,6 +256,11 @@ static inline int rc_suite_main(int argc, char **argv)
 	if (list)
 		ibv_free_device_list(list);
 	return test_harness_run(argc, argv);
+}
+
+static inline int rc_suite_main(int argc, char **argv)
+{
+	return rc_suite_main_setup(argc, argv, NULL);
 }
 
 #endif /* RC_SUITE_H */

@@ -51,17 +51,7 @@ FIXTURE(rc) {
 	int mtu_changed;
 };
 
-FIXTURE_VARIANT(rc) {
-	int two_devices;
-};
-
-FIXTURE_VARIANT_ADD(rc, loopback) {
-	.two_devices = 0,
-};
-
-FIXTURE_VARIANT_ADD(rc, two_devices) {
-	.two_devices = 1,
-};
+RC_ENDS_VARIANTS(rc);
 
 FIXTURE_SETUP(rc)
 {

@@ -67,17 +67,7 @@ FIXTURE(srq) {
 	uint64_t next_wr_id;		/* of the next WQE posted to the SRQ */
 };
 
-FIXTURE_VARIANT(srq) {
-	int two_devices;
-};
-
-FIXTURE_VARIANT_ADD(srq, loopback) {
-	.two_devices = 0,
-};
-
-FIXTURE_VARIANT_ADD(srq, two_devices) {
-	.two_devices = 1,
-};
+RC_ENDS_VARIANTS(srq);
 
 #define SRQ_WQES	(SRQ_CONNS * SRQ_MSGS + 16)	/* slots in rb */
 

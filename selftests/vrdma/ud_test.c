@@ -1724,15 +1724,9 @@ static void ud_ipv6_setup(void)
 		"fd00:0213:0000:0000:0000:0000:0000:0001",
 		"fd00:0213:0000:0000:0000:0000:0000:0002",
 	};
-	double deadline;
 
-	if (access("/proc/sys/net/ipv6", F_OK))
+	if (rc_suite_ipv6_addrs(IP6_0, IP6_1))
 		return;
-	if (rc_sh("ip -6 -batch - <<EOF\n"
-		  "addr add " IP6_0 "/64 dev " NETDEV0 " nodad\n"
-		  "addr add " IP6_1 "/64 dev " NETDEV1 " nodad\n"
-		  "EOF"))
-		rc_fail("IPv6 addresses failed");
 	ud_ipv6_set_up = 1;
 	atexit(ud_ipv6_teardown);
 	if (rc_sh("ip -6 -batch - 2>/dev/null <<EOF\n"
@@ -1750,14 +1744,7 @@ static void ud_ipv6_setup(void)
 		printf("# no IPv6 policy routing: the IPv6 variants skip\n");
 		return;
 	}
-	deadline = rc_now_ms() + RC_TIMEOUT_MS;
-	do {
-		ud_gid6_idx[0] = rc_find_gid_prefix(rc_cfg.name[0], gid[0]);
-		ud_gid6_idx[1] = rc_find_gid_prefix(rc_cfg.name[1], gid[1]);
-		if (ud_gid6_idx[0] >= 0 && ud_gid6_idx[1] >= 0)
-			break;
-		usleep(100 * 1000);
-	} while (rc_now_ms() < deadline);
+	rc_suite_wait_gids(gid, ud_gid6_idx);
 	printf("# IPv6 GIDs %d (" IP6_0 ") and %d (" IP6_1 ")\n",
 	       ud_gid6_idx[0], ud_gid6_idx[1]);
 	fflush(stdout);
@@ -1765,14 +1752,5 @@ static void ud_ipv6_setup(void)
 
 int main(int argc, char **argv)
 {
-	struct ibv_device **list;
-
-	suite_setup();
-	atexit(suite_teardown);
-	ud_ipv6_setup();
-	/* Load the providers once here, not in every test child. */
-	list = ibv_get_device_list(NULL);
-	if (list)
-		ibv_free_device_list(list);
-	return test_harness_run(argc, argv);
+	return rc_suite_main_setup(argc, argv, ud_ipv6_setup);
 }

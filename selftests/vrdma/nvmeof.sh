@@ -178,6 +178,8 @@ rdma_res()
 	done | tr '\n' ' '
 }
 
+no_ctrl() { [ -z "$(ctrl_attr state)" ]; }
+
 disconnect()
 {
 	nvme disconnect -n "$NQN" && wait_until $((20 * SLOW)) no_ns_dev
@@ -284,9 +286,14 @@ grep -m 3 'err=' "$scratch/kill.log" | sed 's/^/#   /'
 check_fails "fio's I/O failed (the device is gone)" test "$fio_rc" -eq 0
 # timeout(1) exits 124 (137 after -k) when it had to stop fio.
 check "fio ended by itself, no hang" test "$fio_rc" -ne 124 -a "$fio_rc" -ne 137
-check "the controller is gone" wait_until $((60 * SLOW)) no_ns_dev
+check "the controller's block device is gone" wait_until $((60 * SLOW)) no_ns_dev
 check "nvme disconnect returns" \
 	timeout $((30 * SLOW)) sh -c "nvme disconnect -n $NQN; true"
+# nvme-cli refuses to connect ("already connected") while a controller
+# with the same address and NQN is in sysfs, even one being deleted.
+t0=$SECONDS
+check "the controller is gone" wait_until $((60 * SLOW)) no_ctrl
+echo "# the controller went $((SECONDS - t0)) s after its block device"
 
 # A new device, and an orderly teardown at the end: nothing of the ULPs
 # may be left on it.

@@ -185,11 +185,27 @@ disconnect()
 	nvme disconnect -n "$NQN" && wait_until $((20 * SLOW)) no_ns_dev
 }
 
+# nvme_state: the host's NVMe controllers, namespaces, block devices.
+nvme_state()
+{
+	local c
+
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c" ] || continue
+		echo "# ${c##*/}: $(cat "$c/state" "$c/subsysnqn" "$c/cntlid" \
+			"$c/address" 2>&1 | tr '\n' ' ')"
+		ls "$c" | grep '^nvme' | sed 's/^/#   /'
+	done
+	ls /sys/block /sys/class/nvme-subsystem /dev | grep nvme | tr '\n' ' ' |
+		sed 's/^/# /'
+	echo
+}
+
 # dmesg_since N: the kernel's NVMe and RDMA lines after line N, as comments.
 dmesg_since()
 {
-	dmesg | tail -n +$(($1 + 1)) | grep -E 'nvme|rdma|infiniband' |
-		tail -n 30 | sed 's/^/#   /'
+	dmesg | tail -n +$(($1 + 1)) | grep -E 'nvme|rdma|infiniband|null' |
+		tail -n 40 | sed 's/^/#   /'
 }
 
 link_flap()
@@ -306,6 +322,13 @@ res0=$(rdma_res)
 target_again() { target_down && target_up; }
 check "the target set up again" target_again
 check "nvme connect to the new device" connect
+if ! have_ns_dev; then
+	nvme_state
+	t0=$SECONDS
+	wait_until $((120 * SLOW)) have_ns_dev &&
+		echo "# ... the namespace came $((SECONDS - t0)) s later"
+	nvme_state
+fi
 check "fio: 1 MiB sequential writes, read back, crc32c verified" \
 	run_fio again --rw=write --bs=1M --verify=crc32c \
 	--do_verify=1 --verify_fatal=1

@@ -145,7 +145,8 @@ run_fio()
 
 	shift
 	timeout -k 10 $((300 * SLOW)) fio --name="$name" \
-		--filename="$(ns_dev)" --ioengine=libaio --direct=1 \
+		--filename="$(ns_dev)" --allow_file_create=0 \
+		--ioengine=libaio --direct=1 \
 		--size="${SIZE_MB}M" --eta=never --output="$scratch/$name.log" \
 		"$@" ||
 		{ cat "$scratch/$name.log"; return 1; }
@@ -285,8 +286,13 @@ fi
 # answers): nvme-rdma deletes the controller, the I/O fails ("no
 # available path"), fio ends with errors -- but ends, and so does "rdma
 # link delete".
+# fio must not create a file in /dev when the block device goes: that
+# file would keep devtmpfs from making the new namespace's device node
+# of the same name (the reconnect below then finds no block device).
 t0=$SECONDS
-timeout -k 10 $((240 * SLOW)) fio --name=kill --filename="$(ns_dev)" \
+devname=$(ns_dev)
+timeout -k 10 $((240 * SLOW)) fio --name=kill --filename="$devname" \
+	--allow_file_create=0 \
 	--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=32 \
 	--size="${SIZE_MB}M" --time_based --runtime=$((120 * SLOW)) \
 	--output="$scratch/kill.log" >/dev/null 2>&1 &
@@ -303,6 +309,8 @@ check_fails "fio's I/O failed (the device is gone)" test "$fio_rc" -eq 0
 # timeout(1) exits 124 (137 after -k) when it had to stop fio.
 check "fio ended by itself, no hang" test "$fio_rc" -ne 124 -a "$fio_rc" -ne 137
 check "the controller's block device is gone" wait_until $((60 * SLOW)) no_ns_dev
+check "no file left at $devname" \
+	wait_until $((20 * SLOW)) test ! -e "$devname"
 check "nvme disconnect returns" \
 	timeout $((30 * SLOW)) sh -c "nvme disconnect -n $NQN; true"
 # nvme-cli refuses to connect ("already connected") while a controller

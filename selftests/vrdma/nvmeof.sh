@@ -15,7 +15,10 @@
 #     writes (requeued, reconnected, completed, verified); the device
 #     deleted under a random mix (the I/O fails, within a bounded time,
 #     and so does the disconnect)
-#   teardown: no QP, CQ, MR or PD of the device left, the modules unload
+#   the device recreated: the target set up again, connect, verified
+#     writes, disconnect
+#   teardown: no QP, CQ, MR or PD of the device left; the device deleted
+#     before the target's configuration; the modules unload
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, validates the test).
 # NVMEOF_SIZE_MB: how much of the disk fio covers (default 8).
@@ -70,8 +73,17 @@ cleanup()
 }
 trap cleanup EXIT
 
-# dev_up: the netdev with its address and the device on it.
-dev_up() { veth_dev_up "$NETDEV" "$PEER" "$IP" "$DEV"; }
+# dev_up: the netdev with its address and the device on it, port active
+# and its IPv4 GID in the table (rdma_cm binds and resolves through it).
+dev_up()
+{
+	local t
+
+	veth_dev_up "$NETDEV" "$PEER" "$IP" "$DEV" || return 1
+	t=$SECONDS
+	wait_until $((30 * SLOW)) roce_v2_ipv4_gid "$DEV" || return 1
+	echo "# $DEV's IPv4 GID found $((SECONDS - t)) s after the port went active"
+}
 
 link_up()
 {
@@ -133,7 +145,8 @@ run_fio()
 
 	shift
 	timeout -k 10 $((300 * SLOW)) fio --name="$name" \
-		--filename="$(ns_dev)" --ioengine=libaio --direct=1 \
+		--filename="$(ns_dev)" --allow_file_create=0 \
+		--ioengine=libaio --direct=1 \
 		--size="${SIZE_MB}M" --eta=never --output="$scratch/$name.log" \
 		"$@" ||
 		{ cat "$scratch/$name.log"; return 1; }
@@ -166,11 +179,34 @@ rdma_res()
 	done | tr '\n' ' '
 }
 
-again_io()
+no_ctrl() { [ -z "$(ctrl_attr state)" ]; }
+
+disconnect()
 {
-	connect && run_fio again --rw=write --bs=1M --verify=crc32c \
-		--do_verify=1 --verify_fatal=1 &&
-		nvme disconnect -n "$NQN" && wait_until $((20 * SLOW)) no_ns_dev
+	nvme disconnect -n "$NQN" && wait_until $((20 * SLOW)) no_ns_dev
+}
+
+# nvme_state: the host's NVMe controllers, namespaces, block devices.
+nvme_state()
+{
+	local c
+
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c" ] || continue
+		echo "# ${c##*/}: $(cat "$c/state" "$c/subsysnqn" "$c/cntlid" \
+			"$c/address" 2>&1 | tr '\n' ' ')"
+		ls "$c" | grep '^nvme' | sed 's/^/#   /'
+	done
+	ls /sys/block /sys/class/nvme-subsystem /dev | grep nvme | tr '\n' ' ' |
+		sed 's/^/# /'
+	echo
+}
+
+# dmesg_since N: the kernel's NVMe and RDMA lines after line N, as comments.
+dmesg_since()
+{
+	dmesg | tail -n +$(($1 + 1)) | grep -E 'nvme|rdma|infiniband|null' |
+		tail -n 40 | sed 's/^/#   /'
 }
 
 link_flap()
@@ -250,8 +286,13 @@ fi
 # answers): nvme-rdma deletes the controller, the I/O fails ("no
 # available path"), fio ends with errors -- but ends, and so does "rdma
 # link delete".
+# fio must not create a file in /dev when the block device goes: that
+# file would keep devtmpfs from making the new namespace's device node
+# of the same name (the reconnect below then finds no block device).
 t0=$SECONDS
-timeout -k 10 $((240 * SLOW)) fio --name=kill --filename="$(ns_dev)" \
+devname=$(ns_dev)
+timeout -k 10 $((240 * SLOW)) fio --name=kill --filename="$devname" \
+	--allow_file_create=0 \
 	--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=32 \
 	--size="${SIZE_MB}M" --time_based --runtime=$((120 * SLOW)) \
 	--output="$scratch/kill.log" >/dev/null 2>&1 &
@@ -267,25 +308,56 @@ grep -m 3 'err=' "$scratch/kill.log" | sed 's/^/#   /'
 check_fails "fio's I/O failed (the device is gone)" test "$fio_rc" -eq 0
 # timeout(1) exits 124 (137 after -k) when it had to stop fio.
 check "fio ended by itself, no hang" test "$fio_rc" -ne 124 -a "$fio_rc" -ne 137
-check "the controller is gone" wait_until $((60 * SLOW)) no_ns_dev
+check "the controller's block device is gone" wait_until $((60 * SLOW)) no_ns_dev
+check "no file left at $devname" \
+	wait_until $((20 * SLOW)) test ! -e "$devname"
 check "nvme disconnect returns" \
 	timeout $((30 * SLOW)) sh -c "nvme disconnect -n $NQN; true"
+# nvme-cli refuses to connect ("already connected") while a controller
+# with the same address and NQN is in sysfs, even one being deleted.
+t0=$SECONDS
+check "the controller is gone" wait_until $((60 * SLOW)) no_ctrl
+echo "# the controller went $((SECONDS - t0)) s after its block device"
 
 # A new device, and an orderly teardown at the end: nothing of the ULPs
 # may be left on it.
 ip link del "$NETDEV" 2>/dev/null
-check "$DEV recreated, port active" dev_up
+n0=$(dmesg | wc -l) f0=$_tap_failed
+check "$DEV recreated, port active, IPv4 GID" dev_up
 res0=$(rdma_res)
 # nvmet's port lost its listener with the old device; its repair does not
 # always bring it back: the port is set up anew.
 target_again() { target_down && target_up; }
 check "the target set up again" target_again
-check "connect, 1 MiB sequential verified, disconnect" again_io
+check "nvme connect to the new device" connect
+if ! have_ns_dev; then
+	nvme_state
+	t0=$SECONDS
+	wait_until $((30 * SLOW)) have_ns_dev &&
+		echo "# ... the namespace came $((SECONDS - t0)) s later"
+	nvme_state
+fi
+check "fio: 1 MiB sequential writes, read back, crc32c verified" \
+	run_fio again --rw=write --bs=1M --verify=crc32c \
+	--do_verify=1 --verify_fatal=1
+check "nvme disconnect, the block device goes away" disconnect
+[ "$_tap_failed" -eq "$f0" ] || dmesg_since "$n0"
 
+# The device goes before the target's configuration: nvmet's listener
+# goes with it (rdma_cm destroys it on DEVICE_REMOVAL).  Removing the
+# port's subsystem link while the listener lives destroys it with
+# nvmet_config_sem held, and lockdep, which has one class for every
+# cm_id's handler_mutex, takes that for the reverse of an ESTABLISHED
+# handler running a queued connect command (which takes the semaphore):
+# upstream code, on any RDMA device (docs/robustness.md, finding 10).
+same_res() { [ "$(rdma_res)" = "$res0" ]; }
+check "no QP, CQ, MR or PD of the ULPs left on $DEV" \
+	wait_until $((30 * SLOW)) same_res
+if ! same_res; then
+	echo "# before: $res0, now: $(rdma_res)"
+	rdma resource show | sed 's/^/#   /'
+fi
+check "rdma link delete $DEV" rdma link delete "$DEV"
 check "the target goes down" target_down
 check "nvme-rdma and nvmet-rdma unload" rmmod nvme_rdma nvmet_rdma
-res=$(rdma_res)
-check_eq "no QP, CQ, MR or PD of the ULPs left on $DEV" "$res0" "$res"
-[ "$res" = "$res0" ] || rdma resource show cq | sed 's/^/#   /'
-check "rdma link delete $DEV" rdma link delete "$DEV"
 finish

@@ -267,6 +267,9 @@ target_down()
 		rmdir "$CFG/subsystems/$NQN"
 }
 
+# same_res RES: the device's ULP resources are RES (rdma_res).
+same_res() { [ "$(rdma_res)" = "$1" ]; }
+
 # no_target_ctrl: nvmet has no controller (its RDMA queues are gone).
 no_target_ctrl()
 {
@@ -343,17 +346,21 @@ vm_main()
 	res=$(printf '%s\n' "$out" | tail -n 1)
 	check_eq_r "B: no QP, CQ, MR or PD of the ULPs left on $DEV" \
 		"$res_b0" "$res"
-	target_down
-	result $? "A: the target goes down"
-	rmmod nvmet_rdma nvmet null_blk
-	result $? "A: nvmet-rdma, nvmet, null_blk unload"
+	# The device before the target's configuration, as nvmeof.sh does:
+	# the listener goes with the device, not under nvmet_config_sem
+	# (the lockdep report of docs/robustness.md, finding 10).
+	wait_until $((30 * SLOW)) same_res "$res0"
 	res=$(rdma_res)
 	check_eq_r "A: no QP, CQ, MR or PD of the ULPs left on $DEV" \
 		"$res0" "$res"
 	[ "$res" = "$res0" ] || rdma resource show | sed 's/^/#   /'
+	rdma statistic show link "$DEV/1" 2>/dev/null | sed 's/^/# /'
 	rdma link delete "$DEV"
 	result $? "A: rdma link delete $DEV"
-	rdma statistic show link "$DEV/1" 2>/dev/null | sed 's/^/# /'
+	target_down
+	result $? "A: the target goes down"
+	rmmod nvmet_rdma nvmet null_blk
+	result $? "A: nvmet-rdma, nvmet, null_blk unload"
 	touch "$S/a.done"
 	wait_file 30 "$S/b.gone"
 	finish

@@ -25,7 +25,7 @@ auto=$(cat $PARAM)
 check_match "bulk_copy shows the timed choice" '^(memcpy|words) \(auto\)$' \
 	"$auto"
 # Loaded before this test, the line may have left the kernel's log.
-if [ $loaded = 0 ]; then
+if [ "$loaded" = 0 ]; then
 	check_match "the choice was logged at load" \
 		"^vrdma: bulk copy: ${auto% (auto)} \\(4 KiB: memcpy [0-9]+ MB/s, words [0-9]+ MB/s\\)" \
 		"$(dmesg | sed 's/^\[[^]]*\] //' | grep 'vrdma: bulk copy:')"

@@ -174,7 +174,7 @@ enum {
 };
 
 /*
- * Copy @length bytes from @src to @dst: one memcpy per piece that lies in
+ * Copy @length bytes from @src to @dst: one vrdma_copy() per piece that lies in
  * one page of each side, through their kernel mappings.
  */
 static int vrdma_span_copy(struct vrdma_span *dst, struct vrdma_span *src,
@@ -203,7 +203,7 @@ static int vrdma_span_copy(struct vrdma_span *dst, struct vrdma_span *src,
 			}
 		}
 		n = min(dn, sn);
-		memcpy(d, s, n);
+		vrdma_copy(d, s, n);
 		if (!src->buf)
 			vrdma_mr_unmap(src->mr, s);
 		vrdma_mr_unmap(dst->mr, d);

@@ -159,6 +159,7 @@ static int __init vrdma_init(void)
 {
 	int ret;
 
+	vrdma_copy_init();
 	ret = vrdma_qp_init();
 	if (ret)
 		return ret;

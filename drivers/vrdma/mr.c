@@ -442,9 +442,9 @@ int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 		if (!kaddr)
 			return -EFAULT;
 		if (to_mr)
-			memcpy(kaddr, buf, length);
+			vrdma_copy(kaddr, buf, length);
 		else
-			memcpy(buf, kaddr, length);
+			vrdma_copy(buf, kaddr, length);
 		return 0;
 	}
 	if (mr->fast_reg) {
@@ -454,9 +454,9 @@ int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 				return -EFAULT;
 			chunk = min(chunk, length);
 			if (to_mr)
-				memcpy(kaddr, buf, chunk);
+				vrdma_copy(kaddr, buf, chunk);
 			else
-				memcpy(buf, kaddr, chunk);
+				vrdma_copy(buf, kaddr, chunk);
 		}
 		return 0;
 	}
@@ -466,9 +466,9 @@ int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 		chunk = min_t(u32, length, PAGE_SIZE - poff);
 		kaddr = kmap_local_page(page);
 		if (to_mr)
-			memcpy(kaddr + poff, buf, chunk);
+			vrdma_copy(kaddr + poff, buf, chunk);
 		else
-			memcpy(buf, kaddr + poff, chunk);
+			vrdma_copy(buf, kaddr + poff, chunk);
 		kunmap_local(kaddr);
 		iova += chunk;
 		buf += chunk;
@@ -543,7 +543,7 @@ int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
 		kaddr = vrdma_mr_dma_ptr(iova, length);
 		if (!kaddr)
 			return -EFAULT;
-		return skb_copy_bits(skb, offset, kaddr, length);
+		return vrdma_copy_from_skb(skb, offset, kaddr, length);
 	}
 	if (mr->fast_reg) {
 		for (; length; iova += chunk, offset += chunk, length -= chunk) {
@@ -551,7 +551,7 @@ int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
 			if (!kaddr)
 				return -EFAULT;
 			chunk = min(chunk, length);
-			ret = skb_copy_bits(skb, offset, kaddr, chunk);
+			ret = vrdma_copy_from_skb(skb, offset, kaddr, chunk);
 			if (ret)
 				return ret;
 		}
@@ -563,7 +563,7 @@ int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
 
 		chunk = min_t(u32, length, PAGE_SIZE - poff);
 		kaddr = kmap_local_page(page);
-		ret = skb_copy_bits(skb, offset, kaddr + poff, chunk);
+		ret = vrdma_copy_from_skb(skb, offset, kaddr + poff, chunk);
 		kunmap_local(kaddr);
 		if (ret)
 			return ret;

@@ -30,6 +30,7 @@
  *   completer.c ACKs and read responses complete SQ WQEs
  *   local.c     the loopback path: RC messages between QPs of this host,
  *               moved MR to MR without packets
+ *   copy.c      the bulk payload copy, its routine timed at module load
  *   ud.c        UD datagrams (and QP1, GSI): one packet per message, Q_Key,
  *               GRH
  *   kverbs.c    kernel consumers: post_send/post_recv/poll_cq on the rings
@@ -1039,6 +1040,11 @@ struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
 void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout);
 /* local.c: RC messages between QPs of this host, without packets */
 int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
+/* copy.c: the bulk payload copy */
+void vrdma_copy(void *dst, const void *src, size_t len);
+int vrdma_copy_from_skb(const struct sk_buff *skb, int offset, void *to,
+			int len);
+void vrdma_copy_init(void);
 int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
 void vrdma_ud_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 

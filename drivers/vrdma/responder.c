@@ -835,6 +835,16 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		 * drop every request until the missing one is resent.
 		 */
 		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+		/*
+		 * The NAK names a PSN after the READ being answered: its
+		 * responses leave first, or the NAK would overtake them and
+		 * tell the requester they were lost (an implied NAK, a retry
+		 * spent, the READ asked again for nothing).
+		 */
+		if (resp->read_active && vrdma_responder_reads(qp, INT_MAX)) {
+			vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
+			goto out;
+		}
 		if (!resp->nak_sent) {
 			resp->nak_sent = true;
 			vrdma_send_ack(qp, resp->psn,

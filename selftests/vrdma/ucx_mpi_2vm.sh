@@ -16,6 +16,9 @@
 # over pml ucx (UCX_TLS=rc_v), 16 MiB and smaller messages both ways,
 # every byte checked, and A's vrdma0 byte counters showing the traffic.
 # Output is TAP; make check-long runs it (on the host: it boots the VMs).
+#
+# UCX_MPI_VM_ARGS: more scripts/vm-run options, e.g. --debug-kernel (with
+# vrdma.ko built for that kernel).
 S=${VRDMA_VM_SHARED:-/vmshared}
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
 SELF=$SELF_DIR/$(basename "$0")
@@ -56,6 +59,7 @@ ITERS=${UCX_MPI_ITERS:-20}
 host_main()
 {
 	local top out vmrc n=0 want=3
+	local -a vmargs
 
 	top=$(cd "$(dirname "$0")/../.." && pwd)
 	out=${UCX_MPI_OUT:-$top/out/ucx_mpi_2vm}
@@ -65,8 +69,10 @@ host_main()
 	mkdir -p "$out"
 	echo "# two VMs (--smp 1 each); output in $out"
 	SECONDS=0
+	read -r -a vmargs <<<"${UCX_MPI_VM_ARGS:-}"
 	# tsc=unstable no_timer_check: see interop.sh.
-	(cd "$top" && scripts/vm-run --smp 1 --mem 1G --timeout $((1200 * SLOW)) \
+	(cd "$top" && scripts/vm-run "${vmargs[@]}" --smp 1 --mem 1G \
+		--timeout $((1200 * SLOW)) \
 		--out "$out" --peer-grace 20 --append "tsc=unstable no_timer_check" \
 		--peer-cmd "$SELF" "$SELF") 2>&1 | sed -u 's/^/# /'
 	vmrc=${PIPESTATUS[0]}

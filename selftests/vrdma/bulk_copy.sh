@@ -36,23 +36,10 @@ check_fails "bulk_copy refuses an unknown routine" \
 # run_tests ROUTINE LOCAL: one TAP line per rc_test test.
 run_tests()
 {
-	local mode="bulk_copy=$1 local_direct=$2" out line name
+	local mode="bulk_copy=$1 local_direct=$2" out
 
 	out=$(VRDMA_RC_TESTS="$RC_TESTS" ./build/rc_test 2>&1)
-	while read -r line; do
-		case $line in
-		"ok "[0-9]*|"not ok "[0-9]*)
-			name=${line#*ok }
-			name=${name#* }
-			if [ "${line#not }" = "$line" ]; then
-				tap_result 0 "$mode $name"
-			else
-				printf '%s\n' "$out" | sed 's/^/#   /'
-				tap_result 1 "$mode $name"
-			fi
-			;;
-		esac
-	done <<<"$out"
+	tap_relay "$mode" "$out"
 	check_eq "$mode: every test ran" 4 \
 		"$(printf '%s\n' "$out" | grep -Ec '^(not )?ok [0-9]+ ')"
 }

@@ -77,6 +77,29 @@ check_fails()
 	fi
 }
 
+# tap_relay PREFIX OUTPUT: one result of ours for each "ok N NAME" or
+# "not ok N NAME" line in OUTPUT (a kselftest harness program's), named
+# "PREFIX NAME"; on a failure the whole OUTPUT is shown.
+tap_relay()
+{
+	local line name
+
+	while read -r line; do
+		case $line in
+		"ok "[0-9]*|"not ok "[0-9]*)
+			name=${line#*ok }
+			name=${name#* }
+			if [ "${line#not }" = "$line" ]; then
+				tap_result 0 "$1 $name"
+			else
+				printf '%s\n' "$2" | sed 's/^/#   /'
+				tap_result 1 "$1 $name"
+			fi
+			;;
+		esac
+	done <<<"$2"
+}
+
 # check_eq DESCRIPTION EXPECTED ACTUAL
 check_eq()
 {

@@ -36,24 +36,11 @@ vrdma_load || exit 1
 # run_tests MODE PROGRAM NAMES: one TAP line per test of PROGRAM.
 run_tests()
 {
-	local mode=$1 prog=$2 names out line
+	local mode=$1 prog=$2 names out
 
 	names=$(echo "$3" | tr -s ' \t\n' ' ')
 	out=$(VRDMA_RC_TESTS="$names" "./build/$prog" 2>&1)
-	while read -r line; do
-		case $line in
-		"ok "[0-9]*|"not ok "[0-9]*)
-			local name=${line#*ok }
-			name=${name#* }
-			if [ "${line#not }" = "$line" ]; then
-				tap_result 0 "local_direct=$mode $prog $name"
-			else
-				printf '%s\n' "$out" | sed 's/^/#   /'
-				tap_result 1 "local_direct=$mode $prog $name"
-			fi
-			;;
-		esac
-	done <<<"$out"
+	tap_relay "local_direct=$mode $prog" "$out"
 	# Every test named ran (a renamed test would silently be skipped).
 	check_eq "local_direct=$mode $prog ran every test named" \
 		"$(( $(echo "$names" | wc -w) * 2 ))" \

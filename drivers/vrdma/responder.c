@@ -541,6 +541,19 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 }
 
 /*
+ * Answers go out in request order: the rest of the READ being answered
+ * leaves before anything that follows it.  True if that failed (no memory;
+ * counted): the caller drops its packet and the requester asks again.
+ */
+static bool vrdma_reads_first(struct vrdma_qp *qp)
+{
+	if (!qp->resp.read_active || !vrdma_responder_reads(qp, INT_MAX))
+		return false;
+	vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
+	return true;
+}
+
+/*
  * A duplicate ATOMIC: its answer was lost.  Answer it again from the
  * replay cache; executing it again would apply it twice.  One no longer
  * there is older than anything a requester keeping to max_rd_atomic can
@@ -550,11 +563,8 @@ static void vrdma_duplicate_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_rd_atomic *res;
 
-	/* Answers go out in request order: finish a READ's responses. */
-	if (qp->resp.read_active && vrdma_responder_reads(qp, INT_MAX)) {
-		vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
+	if (vrdma_reads_first(qp))
 		return;
-	}
 	res = vrdma_res_find_atomic(qp, vrdma_pkt(skb)->psn);
 	if (!res) {
 		vrdma_count(qp->vdev, VRDMA_CNT_ATOMIC_REPLAY_MISS);
@@ -841,10 +851,8 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		 * tell the requester they were lost (an implied NAK, a retry
 		 * spent, the READ asked again for nothing).
 		 */
-		if (resp->read_active && vrdma_responder_reads(qp, INT_MAX)) {
-			vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
+		if (vrdma_reads_first(qp))
 			goto out;
-		}
 		if (!resp->nak_sent) {
 			resp->nak_sent = true;
 			vrdma_send_ack(qp, resp->psn,
@@ -858,10 +866,8 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	 * Requests are executed in order: finish answering a READ first.  If
 	 * even that fails (no memory), drop; the requester will resend.
 	 */
-	if (resp->read_active && vrdma_responder_reads(qp, INT_MAX)) {
-		vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
+	if (vrdma_reads_first(qp))
 		goto out;
-	}
 
 	if (!vrdma_opcode_in_sequence(resp->opcode, pkt->mask) ||
 	    ((pkt->mask & (VRDMA_OPF_SEND | VRDMA_OPF_WRITE)) &&

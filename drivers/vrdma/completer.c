@@ -38,6 +38,7 @@ static void vrdma_progress(struct vrdma_qp *qp)
 {
 	qp->req.retry = 0;
 	qp->req.rewound = false;
+	qp->req.probe = false;
 	vrdma_retrans_arm(qp);
 }
 
@@ -139,6 +140,13 @@ struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
  * to already, with nothing acknowledged since, was sent before the resent
  * packets arrived (or is a copy): acting on it again would only send the
  * same packets twice.
+ *
+ * After a timeout only the oldest request is resent, with AckReq set, and
+ * the rest once it is acknowledged (a "probe").  The timer fires when the
+ * peer is gone, or so far behind that its answers take longer than the
+ * timeout: resending the whole window each time would only queue more
+ * copies in front of the one that matters, until every retry is spent
+ * waiting behind them.  NAKs need no probe: the peer is keeping up.
  */
 void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout)
 {
@@ -155,6 +163,8 @@ void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout)
 	qp->req.retry++;
 	if (!vrdma_rewind(qp, psn))
 		vrdma_retrans_arm(qp);	/* nothing to resend: keep watching */
+	else if (timeout)
+		qp->req.probe = true;
 }
 
 void vrdma_fail_head(struct vrdma_qp *qp, u8 status)

@@ -65,9 +65,10 @@ static int vrdma_qp_show(struct seq_file *s, void *unused)
 		   qp->state < ARRAY_SIZE(vrdma_qp_states) ?
 		   vrdma_qp_states[qp->state] : "?", qp->attr.dest_qp_num, qp->mtu);
 	vrdma_show_ring(s, "sq", &qp->sq, false);
-	seq_printf(s, "requester: fetch %u cur %u next_psn %u oldest_unacked_psn %u rd_atomic %u retry %u rnr_wait %d\n",
+	seq_printf(s, "requester: fetch %u cur %u next_psn %u oldest_unacked_psn %u rd_atomic %u retry %u rnr_wait %d probe %d\n",
 		   qp->req.fetch, qp->req.cur, qp->req.psn, qp->req.una,
-		   qp->req.rd_atomic, qp->req.retry, qp->req.rnr_wait);
+		   qp->req.rd_atomic, qp->req.retry, qp->req.rnr_wait,
+		   qp->req.probe);
 	/* sq.kidx up to req.fetch: copied out of the ring, not completed. */
 	for (i = qp->sq.kidx; qp->swqe && i != qp->req.fetch; i++) {
 		struct vrdma_swqe *swqe = &qp->swqe[i & qp->sq.mask];

@@ -269,6 +269,7 @@ static void vrdma_local_acked(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 	qp->req.retry = 0;
 	qp->req.rnr_retry = 0;
 	qp->req.rewound = false;
+	qp->req.probe = false;
 	if (timer_pending(&qp->retrans_timer))
 		vrdma_retrans_arm(qp);
 	vrdma_complete_swqe(qp, swqe, status);

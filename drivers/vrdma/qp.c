@@ -959,9 +959,15 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
  */
 int vrdma_qp_init(void)
 {
-	/* Unbound: a QP's task runs wherever a CPU is free. */
-	vrdma_wq = alloc_workqueue("vrdma", WQ_UNBOUND | WQ_HIGHPRI |
-				   WQ_MEM_RECLAIM, 0);
+	/*
+	 * Unbound: a QP's task runs wherever a CPU is free.  At normal
+	 * priority: a task with work always waiting (a stream under loss,
+	 * READs answered again and again) must leave ksoftirqd, at the same
+	 * nice level, its share of the CPU, for ksoftirqd delivers the very
+	 * packets the task waits for.  WQ_HIGHPRI (nice -20) starved it for
+	 * seconds on a slow kernel: every retry timed out (robustness.md).
+	 */
+	vrdma_wq = alloc_workqueue("vrdma", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	return vrdma_wq ? 0 : -ENOMEM;
 }
 

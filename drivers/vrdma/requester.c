@@ -13,7 +13,8 @@
  * ACKNOWLEDGE.  An RC message to a QP of this host is first offered to the
  * loopback path (local.c), which moves it whole, without packets.
  *
- * At most VRDMA_WINDOW packets are unacknowledged at a time; the completer
+ * At most VRDMA_WINDOW packets are unacknowledged at a time (one after a
+ * timeout, until it is acknowledged: see vrdma_retry()); the completer
  * moves the window as ACKs arrive and completes the WQEs.  READs and
  * ATOMICs use a responder resource at the peer while they are outstanding,
  * so at most max_rd_atomic of them are; the next one waits for the oldest
@@ -468,8 +469,9 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		swqe->read_start = done;
 	}
 	ack_req = qp->ibqp.qp_type == IB_QPT_RC &&
-		  (last || vrdma_psn_diff(psn, qp->req.una) % VRDMA_ACK_EVERY ==
-			   VRDMA_ACK_EVERY - 1);
+		  (last || qp->req.probe ||
+		   vrdma_psn_diff(psn, qp->req.una) % VRDMA_ACK_EVERY ==
+		   VRDMA_ACK_EVERY - 1);
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, psn,
 		       last && (wqe->flags & VRDMA_SEND_SOLICITED), ack_req);
 
@@ -648,7 +650,9 @@ void vrdma_requester(struct vrdma_qp *qp)
 				break;
 			continue;
 		}
-		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >= VRDMA_WINDOW)
+		/* After a timeout, one request until it is acknowledged. */
+		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >=
+		    (qp->req.probe ? 1 : VRDMA_WINDOW))
 			break;
 		/* A local peer: the whole message at once, no packet. */
 		if (acked && vrdma_local_exec(qp, swqe)) {

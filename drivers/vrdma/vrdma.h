@@ -532,6 +532,8 @@ struct vrdma_ah {
  * @rewound: the requester went back to @rewind_psn and has had no progress
  *	since: a NAK asking for that PSN again is stale
  * @rewind_psn: where it went back to
+ * @probe: the retransmission timer sent the requester back: only the oldest
+ *	request goes out, asking for an ACK, until something is acknowledged
  *
  * SQ indices between sq.kidx (oldest not completed) and @cur have all their
  * packets sent; @cur up to @fetch are copied and checked but not (fully)
@@ -551,6 +553,7 @@ struct vrdma_req {
 	u32 rd_atomic;
 	bool rewound;
 	u32 rewind_psn;
+	bool probe;
 };
 
 /* What a responder resource holds (struct vrdma_rd_atomic.type). */

@@ -35,6 +35,8 @@
  *   implied_nak         an ACK beyond a READ still missing responses, and
  *                       a gap inside a READ's responses: the READ is asked
  *                       again from its first missing response
+ *   timeout_probe       after a timeout only the oldest packet is resent,
+ *                       asking for an ACK, and the rest once it is ACKed
  *   retry_exhausted     no answer: the request is sent exactly
  *                       retry_cnt + 1 times, then IBV_WC_RETRY_EXC_ERR,
  *                       the rest flushed, the QP in error
@@ -971,6 +973,51 @@ TEST_F(wire, implied_nak)
 		EXPECT_LE(2, counter("implied_naks") - imp);
 }
 
+/*
+ * An 8-packet SEND, all of it lost: when the timer fires, the first packet
+ * alone comes again, with AckReq (the rest would only queue behind it at
+ * a peer too slow to answer in time); once the peer ACKs it, the rest.
+ */
+TEST_F_TIMEOUT(wire, timeout_probe, 60)
+{
+	struct peer_opts po = { .sq_psn = 0x2000, .rq_psn = 0x100 };
+	long long to = counter("timeouts"), rt = counter("retransmits");
+	uint8_t *msg = self->b.p;
+	uint32_t s = 0x2000;
+	struct rx r;
+
+	po.timeout = rc_slow_timeout(17);	/* 537 ms: quiet in between */
+	peer_connect(_metadata, self, &po);
+	fill(msg, 8 * MTU, 7);
+	ASSERT_EQ(0, rc_post_send(&self->q, 1, IBV_WR_SEND, &self->b, 0,
+				  8 * MTU, IBV_SEND_SIGNALED, 0, 0));
+	expect_send_packets(_metadata, msg, s, 0);
+
+	EXPECT_PKT(&r, OP_SEND_FIRST, s, 2000 * rc_cfg.slow);
+	EXPECT_EQ(0, memcmp(r.data, msg, MTU));
+	if (rc_cfg.is_rxe) {
+		RC_QUIRK("a timeout resends the whole window at once");
+		SKIP(return, "rxe resends everything after a timeout");
+	}
+	EXPECT_EQ(1, r.ackreq) {
+		TH_LOG("the probe asks for an ACK");
+	}
+	EXPECT_QUIET("the probe alone");
+	EXPECT_CQ_EMPTY(self->q.scq, "before any ACK");
+
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = s, .syn = SYN_ACK, .msn = 0,
+	}));
+	expect_send_packets(_metadata, msg, s, 1);
+	EXPECT_QUIET("the rest once");
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = s + 7, .syn = SYN_ACK, .msn = 1,
+	}));
+	expect_send_wc(_metadata, self, 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+	EXPECT_COUNTER(1, "timeouts", to);
+	EXPECT_COUNTER(1, "retransmits", rt);
+}
+
 TEST_F_TIMEOUT(wire, retry_exhausted, 60)
 {
 	struct peer_opts po = { .sq_psn = 0xfffffe, .rq_psn = 0x100,
@@ -992,7 +1039,10 @@ TEST_F_TIMEOUT(wire, retry_exhausted, 60)
 	took = rc_now_ms() - t0;
 	expect_send_wc(_metadata, self, 2, IBV_WC_WR_FLUSH_ERR, 0);
 	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(self->q.qp));
-	/* Each try: FIRST and LAST of the SEND, then the WRITE. */
+	/*
+	 * The first try: FIRST and LAST of the SEND, then the WRITE; each
+	 * retry: the SEND's FIRST (timeout_probe).
+	 */
 	while (peer_recv(&r, 300)) {
 		EXPECT_EQ(PEER_QPN, r.qpn);
 		if (r.psn == 0xfffffe)

@@ -285,14 +285,22 @@ static void rm_mr(void *p)
 	mr_dereg_failed += !!ibv_dereg_mr(p);
 }
 
-/* The PDs of kernel users on @dev ("comm [ib_core]" in rdma's listing). */
-static int kernel_pds(const char *dev)
+/*
+ * The objects of kind @what ("pd", "cq" or "qp") that kernel users hold on
+ * @dev ("comm [ib_core]" in rdma's listing): ib_core's MAD agent has a PD,
+ * a CQ and the GSI QP (QP1).  They count against the device's limits as
+ * the process's own do.
+ */
+static int kernel_objs(const char *dev, const char *what)
 {
-	char cmd[128], line[512];
+	char cmd[160], line[512];
 	int n = 0;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "rdma resource show pd dev %s", dev);
+	/* QPs are listed per port. */
+	snprintf(cmd, sizeof(cmd), "rdma resource show %s %s %s%s", what,
+		 strcmp(what, "qp") ? "dev" : "link", dev,
+		 strcmp(what, "qp") ? "" : "/1");
 	f = popen(cmd, "r");
 	while (f && fgets(line, sizeof(line), f)) {
 		printf("#   %s", line);
@@ -701,7 +709,7 @@ int main(int argc, char **argv)
 	/* limits.sh makes the device with a small max_mr; 65536 takes long. */
 	if (attr.max_mr <= 4096 || getenv("VRDMA_LIMITS_ALL")) {
 		test_key_isolation(argv[1]);
-		int kmr = kernel_pds(argv[1]);
+		int kmr = kernel_objs(argv[1], "pd");
 
 		/*
 		 * A kernel PD (ib_core's MAD agent has one) comes with a DMA
@@ -717,12 +725,19 @@ int main(int argc, char **argv)
 	}
 	/* Tens of thousands of objects: the long run only (make fuzz). */
 	if (getenv("VRDMA_LIMITS_ALL")) {
-		test_count("max_cq", attr.max_cq, mk_cq, rm_cq);
-		test_count("max_pd", attr.max_pd - 1, mk_pd, rm_pd);
+		int kcq = kernel_objs(argv[1], "cq");
+		int kpd = kernel_objs(argv[1], "pd");
+		int kqp = kernel_objs(argv[1], "qp");
+
+		printf("# kernel users hold %d CQs, %d PDs, %d QPs\n",
+		       kcq, kpd, kqp);
+		test_count("max_cq", attr.max_cq - kcq, mk_cq, rm_cq);
+		/* And this process has one PD already. */
+		test_count("max_pd", attr.max_pd - kpd - 1, mk_pd, rm_pd);
 		qp_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 		qp_srq = ibv_create_srq(pd, &sa);
 		if (qp_cq && qp_srq)
-			test_count("max_qp", attr.max_qp, mk_qp, rm_qp);
+			test_count("max_qp", attr.max_qp - kqp, mk_qp, rm_qp);
 	}
 	printf("1..%d\n", fz_tap_n);
 	return fz_tap_failed ? 1 : 0;

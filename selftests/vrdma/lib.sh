@@ -328,6 +328,25 @@ stop_servers()
 # rdma_links_del DEV...: delete these RDMA devices if they exist, quietly.
 rdma_links_del() { printf 'link delete %s\n' "$@" | rdma -f -b - >/dev/null 2>&1; }
 
+# check_gids DEV...: a check each that DEV gets an IPv4 RoCE v2 GID (10 s).
+check_gids()
+{
+	local d
+
+	for d; do
+		check "$d has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$d"
+	done
+}
+
+# rdma_links_add: devices $D0 on netdev $N0 and $D1 on $N1, of $TYPE
+# (use_device_type), and check_gids for both.
+rdma_links_add()
+{
+	printf 'link add %s type %s netdev %s\n' \
+		"$D0" "$TYPE" "$N0" "$D1" "$TYPE" "$N1" | rdma -b - || return 1
+	check_gids "$D0" "$D1"
+}
+
 # tcp_listening PORT: something listens on TCP port PORT.
 tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
 

@@ -59,10 +59,7 @@ ip -6 -batch - <<-EOF || exit 1
 	addr add $IP6_0/64 dev $N0 nodad
 	addr add $IP6_1/64 dev $N1 nodad
 EOF
-printf 'link add %s type %s netdev %s\n' "$D0" "$TYPE" "$N0" "$D1" "$TYPE" "$N1" |
-	rdma -b - || exit 1
-check "$D0 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D0"
-check "$D1 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D1"
+rdma_links_add || exit 1
 
 counter()
 {

@@ -49,10 +49,7 @@ veth_routed "$N0" "$N1" "$IP0" "$IP1" 221 110 || exit 1
 # Active MTU 4096 for perftest (ibv_rc_pingpong sets its own path MTU, 1024
 # by default): a quarter of the packets, which matters under TCG.
 printf 'link set %s mtu 9000\n' "$N0" "$N1" | ip -batch - || exit 1
-printf 'link add %s type %s netdev %s\n' "$D0" "$TYPE" "$N0" "$D1" "$TYPE" "$N1" |
-	rdma -b - || exit 1
-check "$D0 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D0"
-check "$D1 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D1"
+rdma_links_add || exit 1
 G0=$(roce_v2_ipv4_gid "$D0")
 G1=$(roce_v2_ipv4_gid "$D1")
 if [ -z "$G0" ] || [ -z "$G1" ]; then

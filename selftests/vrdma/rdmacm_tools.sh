@@ -48,10 +48,7 @@ cleanup
 dmesg -C
 veth_routed "$N0" "$N1" "$IP0" "$IP1" 223 130 || exit 1
 ip -6 addr add "$IP6/64" dev "$N0" nodad || exit 1
-printf 'link add %s type %s netdev %s\n' "$D0" "$TYPE" "$N0" "$D1" "$TYPE" "$N1" |
-	rdma -b - || exit 1
-check "$D0 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D0"
-check "$D1 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D1"
+rdma_links_add || exit 1
 
 # QP1: ib_mad created it (it shows as a GSI QP of the port), with nothing
 # in the kernel log but the device's own line.

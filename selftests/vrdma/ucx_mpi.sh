@@ -64,8 +64,7 @@ ip -n "$NS" -batch - <<-EOF || exit 1
 EOF
 rdma link add "$D0" type vrdma netdev "$N0" || exit 1
 ip netns exec "$NS" rdma link add "$D1" type vrdma netdev "$N1" || exit 1
-check "$D0 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D0"
-check "$D1 has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$D1"
+check_gids "$D0" "$D1"
 
 # ucx_info -d, one block per memory domain: DEV's must list TL on DEV:1.
 has_tl()

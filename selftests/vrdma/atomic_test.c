@@ -606,15 +606,7 @@ static void expect_remote_error(struct __test_metadata *_metadata,
 	}
 	ASSERT_EQ(0, ret);
 
-	rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
-		.wr_id = wr->wr_id, .status = status,
-		.qp_num = e->p.a.qp->qp_num,
-	}, what);
-	rc_expect_wc(_metadata, e->p.a.scq, &(struct rc_wc_exp){
-		.wr_id = 0x2, .status = IBV_WC_WR_FLUSH_ERR,
-		.qp_num = e->p.a.qp->qp_num,
-	}, "the WR after the failed one");
-	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.a.qp));
+	rc_expect_failed_flushed(_metadata, &e->p.a, wr->wr_id, status, what);
 	ASSERT_EQ(1, rc_poll(e->p.b.rcq, &wc, 1, RC_TIMEOUT_MS)) {
 		TH_LOG("the responder's receive was not flushed");
 	}

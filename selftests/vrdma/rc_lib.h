@@ -829,6 +829,26 @@ static inline void rc_expect_wc(struct __test_metadata *_metadata,
 	rc_wc_check(_metadata, &wc, e, what);
 }
 
+/*
+ * A WR of @q that fails with @status, posted with a signaled WR of wr_id 2
+ * chained behind it: the WR completes with @status, the one behind it is
+ * flushed, and the QP is in the error state.
+ */
+static inline void rc_expect_failed_flushed(struct __test_metadata *_metadata,
+					    struct rc_qp *q, uint64_t wr_id,
+					    enum ibv_wc_status status,
+					    const char *what)
+{
+	rc_expect_wc(_metadata, q->scq, &(struct rc_wc_exp){
+		.wr_id = wr_id, .status = status, .qp_num = q->qp->qp_num,
+	}, what);
+	rc_expect_wc(_metadata, q->scq, &(struct rc_wc_exp){
+		.wr_id = 0x2, .status = IBV_WC_WR_FLUSH_ERR,
+		.qp_num = q->qp->qp_num,
+	}, "the WR after the failed one");
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(q->qp));
+}
+
 /* Wait for an async event of @type on @ctx; others are logged and skipped. */
 static inline int rc_wait_async(struct __test_metadata *_metadata,
 				struct ibv_context *ctx,

@@ -592,13 +592,7 @@ static void expect_remote_error(struct __test_metadata *_metadata,
 	memcpy(rimg, e->rb.p, e->rb.size);
 
 	ASSERT_EQ(0, rc_post_recv(&e->p.b, 0x77, &e->rb, 8192, 64));
-	memset(&next, 0, sizeof(next));
-	next.wr_id = 0x2;
-	next.sg_list = &sge;
-	next.num_sge = 1;
-	next.opcode = IBV_WR_SEND;
-	next.send_flags = IBV_SEND_SIGNALED;
-	wr->next = &next;
+	rc_chain_send(wr, &next, &sge);
 	ret = ibv_post_send(e->p.a.qp, wr, &bad);
 	if (ret == EINVAL && rc_cfg.is_rxe) {
 		RC_QUIRK("%s: refused by ibv_post_send", what);

@@ -829,6 +829,19 @@ static inline void rc_expect_wc(struct __test_metadata *_metadata,
 	rc_wc_check(_metadata, &wc, e, what);
 }
 
+/* Chain behind @wr a signaled SEND of @sge, wr_id 2 (for the below). */
+static inline void rc_chain_send(struct ibv_send_wr *wr,
+				 struct ibv_send_wr *next, struct ibv_sge *sge)
+{
+	memset(next, 0, sizeof(*next));
+	next->wr_id = 0x2;
+	next->sg_list = sge;
+	next->num_sge = 1;
+	next->opcode = IBV_WR_SEND;
+	next->send_flags = IBV_SEND_SIGNALED;
+	wr->next = next;
+}
+
 /*
  * A WR of @q that fails with @status, posted with a signaled WR of wr_id 2
  * chained behind it: the WR completes with @status, the one behind it is

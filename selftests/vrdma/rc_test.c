@@ -792,13 +792,7 @@ static void expect_remote_error(struct __test_metadata *_metadata,
 	memcpy(img, e->bb.p, e->bb.size);
 
 	ASSERT_EQ(0, rc_post_recv(&e->p.b, 0x77, &e->bb, 0, 64));
-	memset(&next, 0, sizeof(next));
-	next.wr_id = 0x2;
-	next.sg_list = &sge;
-	next.num_sge = 1;
-	next.opcode = IBV_WR_SEND;
-	next.send_flags = IBV_SEND_SIGNALED;
-	wr->next = &next;
+	rc_chain_send(wr, &next, &sge);
 	wr->send_flags |= IBV_SEND_SIGNALED;
 	ret = ibv_post_send(e->p.a.qp, wr, &bad);
 	ASSERT_EQ(0, ret);

@@ -10,6 +10,16 @@
  * the three engines never race on the QP's state, and queue_work() spreads
  * QPs over all CPUs.  The task is queued by the doorbell (post_send), by
  * the receive path, and by timers.
+ *
+ * The task has two work items on two workqueues.  An event (a packet, a
+ * doorbell, a timer) queues qp->task at high priority, so that the answer
+ * goes out at once even where a process busy-polls the only CPU, as a
+ * NIC's would, and as rdma_rxe's tasklets do.  A run that stops with work
+ * left (its budget used up) continues through qp->task_more at normal
+ * priority: a QP that always has more to do (a stream under loss) then
+ * shares the CPU with ksoftirqd, which delivers the very packets it waits
+ * for, instead of starving it (finding 13 of robustness.md).  The mutex
+ * keeps the two from running the engines at once.
  */
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -18,7 +28,8 @@
 #include "trace.h"
 #include "pkt.h"
 
-static struct workqueue_struct *vrdma_wq;
+static struct workqueue_struct *vrdma_wq;	/* events, WQ_HIGHPRI */
+static struct workqueue_struct *vrdma_wq_more;	/* the rest of a run */
 
 /* Runs of the QP a doorbell makes at most before leaving it to the task. */
 #define VRDMA_DOORBELL_ROUNDS	8
@@ -56,7 +67,7 @@ void vrdma_qp_put(struct vrdma_qp *qp)
 }
 
 /**
- * vrdma_qp_schedule() - make the QP's task run soon
+ * vrdma_qp_schedule() - make the QP's task run soon, for an event
  * @qp: the QP
  *
  * Context: any.
@@ -65,6 +76,21 @@ void vrdma_qp_schedule(struct vrdma_qp *qp)
 {
 	if (!READ_ONCE(qp->destroyed))
 		queue_work(vrdma_wq, &qp->task);
+}
+
+/**
+ * vrdma_qp_continue() - have the QP's task carry on with what a run left
+ * @qp: the QP
+ *
+ * At normal priority: what a QP's own runs keep finding to do must not
+ * keep a CPU from everything else.
+ *
+ * Context: any.
+ */
+void vrdma_qp_continue(struct vrdma_qp *qp)
+{
+	if (!READ_ONCE(qp->destroyed))
+		queue_work(vrdma_wq_more, &qp->task_more);
 }
 
 /**
@@ -288,9 +314,21 @@ static void vrdma_qp_drained(struct vrdma_qp *qp)
 	smp_mb();	/* pairs with vrdma_qp_rcv_local() */
 }
 
-static void vrdma_qp_task(struct work_struct *work)
+/*
+ * After a run that let go of the mutex: the rest of its work continues at
+ * normal priority; packets that came in meanwhile have queued the task
+ * themselves (this makes sure of it).
+ */
+static void vrdma_qp_after_run(struct vrdma_qp *qp, bool again)
 {
-	struct vrdma_qp *qp = container_of(work, struct vrdma_qp, task);
+	if (again)
+		vrdma_qp_continue(qp);
+	else if (!skb_queue_empty(&qp->rx))
+		vrdma_qp_schedule(qp);
+}
+
+static void vrdma_qp_do_task(struct vrdma_qp *qp)
+{
 	bool again;
 
 	mutex_lock(&qp->mutex);
@@ -305,8 +343,17 @@ static void vrdma_qp_task(struct work_struct *work)
 	mutex_unlock(&qp->mutex);
 
 	/* More to do: run again after others had their turn. */
-	if (again || !skb_queue_empty(&qp->rx))
-		vrdma_qp_schedule(qp);
+	vrdma_qp_after_run(qp, again);
+}
+
+static void vrdma_qp_task(struct work_struct *work)
+{
+	vrdma_qp_do_task(container_of(work, struct vrdma_qp, task));
+}
+
+static void vrdma_qp_task_more(struct work_struct *work)
+{
+	vrdma_qp_do_task(container_of(work, struct vrdma_qp, task_more));
 }
 
 /*
@@ -336,7 +383,7 @@ static DEFINE_PER_CPU(unsigned int, vrdma_inline_runs);
  */
 void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb)
 {
-	bool again = true;
+	bool ran = false, again = false;
 
 	if (READ_ONCE(qp->destroyed)) {
 		kfree_skb(skb);
@@ -347,8 +394,10 @@ void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb)
 	smp_mb();
 	if (READ_ONCE(qp->draining))
 		return;		/* the holder takes it in */
-	if (!preemptible())
-		goto schedule;
+	if (!preemptible()) {
+		vrdma_qp_schedule(qp);
+		return;
+	}
 
 	migrate_disable();
 	if (!this_cpu_read(vrdma_inline_runs) && mutex_trylock(&qp->mutex)) {
@@ -357,10 +406,12 @@ void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb)
 			again = vrdma_qp_run(qp);
 		this_cpu_dec(vrdma_inline_runs);
 		mutex_unlock(&qp->mutex);
+		ran = true;
 	}
 	migrate_enable();
-schedule:
-	if (again || !skb_queue_empty(&qp->rx))
+	if (ran)
+		vrdma_qp_after_run(qp, again);
+	else
 		vrdma_qp_schedule(qp);
 }
 
@@ -554,6 +605,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	mutex_init(&qp->mutex);
 	skb_queue_head_init(&qp->rx);
 	INIT_WORK(&qp->task, vrdma_qp_task);
+	INIT_WORK(&qp->task_more, vrdma_qp_task_more);
 	timer_setup(&qp->rnr_timer, vrdma_rnr_timer, 0);
 	timer_setup(&qp->retrans_timer, vrdma_retrans_timer, 0);
 	refcount_set(&qp->refs, 1);
@@ -855,7 +907,9 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	 */
 	del_timer_sync(&qp->rnr_timer);
 	del_timer_sync(&qp->retrans_timer);
+	/* Neither queues the other once the QP is marked destroyed. */
 	cancel_work_sync(&qp->task);
+	cancel_work_sync(&qp->task_more);
 	skb_queue_purge(&qp->rx);
 
 	if (qp->av.sgid_attr)
@@ -920,8 +974,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		vrdma_qp_drained(qp);
 	}
 	mutex_unlock(&qp->mutex);
-	if (again || !skb_queue_empty(&qp->rx))
-		vrdma_qp_schedule(qp);
+	vrdma_qp_after_run(qp, again);
 	return 0;
 }
 
@@ -960,18 +1013,27 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 int vrdma_qp_init(void)
 {
 	/*
-	 * Unbound: a QP's task runs wherever a CPU is free.  At normal
-	 * priority: a task with work always waiting (a stream under loss,
-	 * READs answered again and again) must leave ksoftirqd, at the same
-	 * nice level, its share of the CPU, for ksoftirqd delivers the very
-	 * packets the task waits for.  WQ_HIGHPRI (nice -20) starved it for
-	 * seconds on a slow kernel: every retry timed out (robustness.md).
+	 * Unbound: a QP's task runs wherever a CPU is free.  Events at
+	 * nice -20, the rest of a run at nice 0 (see the top of this file):
+	 * all at nice -20 starved ksoftirqd for seconds on a slow kernel,
+	 * where a task under loss never ran out of work, and every retry
+	 * timed out (robustness.md).
 	 */
-	vrdma_wq = alloc_workqueue("vrdma", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
-	return vrdma_wq ? 0 : -ENOMEM;
+	vrdma_wq = alloc_workqueue("vrdma", WQ_UNBOUND | WQ_HIGHPRI |
+				   WQ_MEM_RECLAIM, 0);
+	if (!vrdma_wq)
+		return -ENOMEM;
+	vrdma_wq_more = alloc_workqueue("vrdma_more", WQ_UNBOUND |
+					WQ_MEM_RECLAIM, 0);
+	if (!vrdma_wq_more) {
+		destroy_workqueue(vrdma_wq);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void vrdma_qp_exit(void)
 {
+	destroy_workqueue(vrdma_wq_more);
 	destroy_workqueue(vrdma_wq);
 }

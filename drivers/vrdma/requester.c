@@ -662,14 +662,14 @@ void vrdma_requester(struct vrdma_qp *qp)
 		}
 		if (!acked && !budget--) {
 			/* Let other QPs in; carry on in the next run. */
-			vrdma_qp_schedule(qp);
+			vrdma_qp_continue(qp);
 			break;
 		}
 		if (vrdma_qp_is_ud(qp) ?
 		    vrdma_ud_send_packet(qp, swqe) :
 		    vrdma_send_packet(qp, swqe)) {
 			/* Out of memory: try again on the next run. */
-			vrdma_qp_schedule(qp);
+			vrdma_qp_continue(qp);
 			break;
 		}
 		/* UC and UD wait for no ACK: a packet sent is done with. */

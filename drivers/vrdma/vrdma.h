@@ -704,7 +704,8 @@ struct vrdma_qp {
 
 	struct sk_buff_head rx;
 	bool draining;
-	struct work_struct task;
+	struct work_struct task;	/* woken by an event: high priority */
+	struct work_struct task_more;	/* a run that has more: normal */
 	refcount_t refs;
 	struct completion done;
 	struct dentry *debugfs;
@@ -968,6 +969,7 @@ void vrdma_qp_put(struct vrdma_qp *qp);
 int vrdma_qp_init(void);
 void vrdma_qp_exit(void);
 void vrdma_qp_schedule(struct vrdma_qp *qp);
+void vrdma_qp_continue(struct vrdma_qp *qp);
 void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
 void vrdma_qp_sq_error(struct vrdma_qp *qp);
 bool vrdma_qp_receives(struct vrdma_qp *qp);

@@ -57,7 +57,7 @@ static int vrdma_qp_show(struct seq_file *s, void *unused)
 	struct vrdma_qp *qp = s->private;
 	u32 i;
 
-	mutex_lock(&qp->mutex);
+	vrdma_qp_lock(qp);
 	seq_printf(s, "qpn %u type %s state %s dest_qpn %u mtu %u\n",
 		   qp->ibqp.qp_num,
 		   qp->ibqp.qp_type == IB_QPT_RC ? "RC" :
@@ -92,7 +92,7 @@ static int vrdma_qp_show(struct seq_file *s, void *unused)
 		   qp->resp.psn, qp->resp.msn, qp->resp.read_active);
 	vrdma_show_ring(s, "send_cq", &qp->scq->queue, true);
 	vrdma_show_ring(s, "recv_cq", &qp->rcq->queue, true);
-	mutex_unlock(&qp->mutex);
+	vrdma_qp_unlock(qp);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vrdma_qp);

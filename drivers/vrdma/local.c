@@ -589,7 +589,7 @@ int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		return 0;
 	dqp = vrdma_qp_get(ldev, qp->attr.dest_qp_num);
 	/* A nested trylock: lockdep records no order for it. */
-	if (dqp && dqp != qp && mutex_trylock(&dqp->mutex)) {
+	if (dqp && dqp != qp && vrdma_qp_trylock(dqp)) {
 		if (vrdma_local_ready(qp, dqp)) {
 			switch (swqe->wqe->opcode) {
 			case IB_UVERBS_WR_SEND:
@@ -610,7 +610,7 @@ int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 				break;
 			}
 		}
-		mutex_unlock(&dqp->mutex);
+		vrdma_qp_unlock(dqp);
 	}
 	if (dqp)
 		vrdma_qp_put(dqp);

@@ -20,6 +20,14 @@
  * shares the CPU with ksoftirqd, which delivers the very packets it waits
  * for, instead of starving it (finding 13 of robustness.md).  The mutex
  * keeps the two from running the engines at once.
+ *
+ * One thing does not wait for the task: a response (an ACK, a READ
+ * response) arriving for a QP nobody is running is completed right in the
+ * receive softirq, as rxe's completer does, so that a process polling the
+ * CQ sees its completion without a worker being woken first.  The softirq
+ * cannot take the mutex; the engines are owned through a bit
+ * (VRDMA_QP_OWNED) instead, which every mutex holder takes too
+ * (vrdma_qp_lock()) and the softirq only tries.
  */
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -66,6 +74,49 @@ void vrdma_qp_put(struct vrdma_qp *qp)
 		complete(&qp->done);
 }
 
+/*
+ * Take the engines from a softirq completing a response on another CPU:
+ * a few microseconds at most (it does not wait for anything).
+ */
+static void vrdma_qp_own(struct vrdma_qp *qp)
+{
+	while (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner))
+		cpu_relax();
+}
+
+/**
+ * vrdma_qp_lock() - take the QP's mutex and its engines
+ * @qp: the QP
+ *
+ * Context: process; may sleep.
+ */
+void vrdma_qp_lock(struct vrdma_qp *qp)
+{
+	mutex_lock(&qp->mutex);
+	vrdma_qp_own(qp);
+}
+
+/**
+ * vrdma_qp_trylock() - vrdma_qp_lock() if the mutex is free
+ * @qp: the QP
+ *
+ * Context: process.
+ * Return: true if taken.
+ */
+bool vrdma_qp_trylock(struct vrdma_qp *qp)
+{
+	if (!mutex_trylock(&qp->mutex))
+		return false;
+	vrdma_qp_own(qp);
+	return true;
+}
+
+void vrdma_qp_unlock(struct vrdma_qp *qp)
+{
+	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
+	mutex_unlock(&qp->mutex);
+}
+
 /**
  * vrdma_qp_schedule() - make the QP's task run soon, for an event
  * @qp: the QP
@@ -93,13 +144,41 @@ void vrdma_qp_continue(struct vrdma_qp *qp)
 		queue_work(vrdma_wq_more, &qp->task_more);
 }
 
+/*
+ * In the receive softirq: complete a response at once if nobody runs the
+ * QP and nothing is queued before it.  The completer needs nothing that
+ * sleeps (MR pages are pinned, the CQ takes a spinlock).  Whatever it
+ * leaves to the requester (WQEs the window held back, a go-back-N, the
+ * error state's flushing) is the task's, queued as for any event.
+ */
+static bool vrdma_qp_rcv_bh(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	bool more;
+
+	if (!in_serving_softirq() || !(vrdma_pkt(skb)->mask & VRDMA_OPF_RESP))
+		return false;
+	if (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner))
+		return false;
+	if (qp->destroyed || qp->state != IB_QPS_RTS ||
+	    !skb_queue_empty(&qp->rx)) {
+		clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
+		return false;
+	}
+	vrdma_completer(qp, skb);
+	more = qp->req.cur != qp->req.fetch || qp->state != IB_QPS_RTS;
+	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
+	if (more)
+		vrdma_qp_schedule(qp);
+	return true;
+}
+
 /**
  * vrdma_qp_rcv() - hand a received packet to its QP
  * @qp: the destination QP, referenced by the caller
  * @skb: the checked packet (see struct vrdma_pkt); consumed
  *
- * Context: any, typically softirq.  Only queues: the work is done by the
- * QP's task.
+ * Context: any, typically softirq.  A response is completed at once when
+ * the QP is idle (vrdma_qp_rcv_bh()); the rest is queued for the QP's task.
  */
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 {
@@ -107,6 +186,8 @@ void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 		kfree_skb(skb);
 		return;
 	}
+	if (vrdma_qp_rcv_bh(qp, skb))
+		return;
 	skb_queue_tail(&qp->rx, skb);
 	vrdma_qp_schedule(qp);
 }
@@ -139,7 +220,7 @@ void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event)
 {
 	bool entering = qp->state != IB_QPS_ERR;
 
-	lockdep_assert_held(&qp->mutex);
+	vrdma_qp_assert_owned(qp);
 
 	if (entering) {
 		trace_vrdma_qp_error(qp, event);
@@ -183,7 +264,7 @@ static int vrdma_rq_take(struct vrdma_qp *qp, struct vrdma_recv_wqe *wqe)
  */
 void vrdma_qp_sq_error(struct vrdma_qp *qp)
 {
-	lockdep_assert_held(&qp->mutex);
+	vrdma_qp_assert_owned(qp);
 
 	if (qp->state == IB_QPS_ERR)
 		return;
@@ -331,16 +412,16 @@ static void vrdma_qp_do_task(struct vrdma_qp *qp)
 {
 	bool again;
 
-	mutex_lock(&qp->mutex);
+	vrdma_qp_lock(qp);
 	/* A QP being destroyed arms no timer and sends nothing. */
 	if (qp->destroyed) {
-		mutex_unlock(&qp->mutex);
+		vrdma_qp_unlock(qp);
 		return;
 	}
 	WRITE_ONCE(qp->draining, true);
 	again = vrdma_qp_run(qp);
 	vrdma_qp_drained(qp);
-	mutex_unlock(&qp->mutex);
+	vrdma_qp_unlock(qp);
 
 	/* More to do: run again after others had their turn. */
 	vrdma_qp_after_run(qp, again);
@@ -400,12 +481,12 @@ void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 
 	migrate_disable();
-	if (!this_cpu_read(vrdma_inline_runs) && mutex_trylock(&qp->mutex)) {
+	if (!this_cpu_read(vrdma_inline_runs) && vrdma_qp_trylock(qp)) {
 		this_cpu_inc(vrdma_inline_runs);
 		if (!qp->destroyed)
 			again = vrdma_qp_run(qp);
 		this_cpu_dec(vrdma_inline_runs);
-		mutex_unlock(&qp->mutex);
+		vrdma_qp_unlock(qp);
 		ran = true;
 	}
 	migrate_enable();
@@ -770,7 +851,7 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
 		return -EOPNOTSUPP;
 
-	mutex_lock(&qp->mutex);
+	vrdma_qp_lock(qp);
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
 	new = (mask & IB_QP_STATE) ? attr->qp_state : cur;
 	ret = -EINVAL;
@@ -827,7 +908,7 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		break;
 	}
 out:
-	mutex_unlock(&qp->mutex);
+	vrdma_qp_unlock(qp);
 	return ret;
 }
 
@@ -845,7 +926,7 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
 
-	mutex_lock(&qp->mutex);
+	vrdma_qp_lock(qp);
 	*attr = qp->attr;
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
@@ -859,7 +940,7 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	/* The PSNs as they are now ("rdma res show qp" reports them). */
 	attr->sq_psn = qp->req.psn;
 	attr->rq_psn = qp->resp.psn;
-	mutex_unlock(&qp->mutex);
+	vrdma_qp_unlock(qp);
 
 	memset(init, 0, sizeof(*init));
 	init->qp_type = ibqp->qp_type;
@@ -893,9 +974,9 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	vrdma_debugfs_qp_del(qp);
 	/* No multicast group may reach the QP any more. */
 	vrdma_mcast_qp_destroy(qp);
-	mutex_lock(&qp->mutex);
+	vrdma_qp_lock(qp);
 	WRITE_ONCE(qp->destroyed, true);
-	mutex_unlock(&qp->mutex);
+	vrdma_qp_unlock(qp);
 
 	xa_erase_irq(&vdev->qp_xa, ibqp->qp_num);
 	vrdma_qp_put(qp);
@@ -955,7 +1036,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		return -EINVAL;
 	}
 	trace_vrdma_doorbell(qp);
-	if (!mutex_trylock(&qp->mutex)) {
+	if (!vrdma_qp_trylock(qp)) {
 		vrdma_qp_schedule(qp);
 		return 0;
 	}
@@ -973,7 +1054,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		}
 		vrdma_qp_drained(qp);
 	}
-	mutex_unlock(&qp->mutex);
+	vrdma_qp_unlock(qp);
 	vrdma_qp_after_run(qp, again);
 	return 0;
 }

@@ -74,9 +74,9 @@ static int vrdma_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 	struct vrdma_res_u32 v[16];
 	unsigned int n = 0;
 
-	mutex_lock(&qp->mutex);
+	vrdma_qp_lock(qp);
 	if (qp->destroyed) {
-		mutex_unlock(&qp->mutex);
+		vrdma_qp_unlock(qp);
 		return 0;
 	}
 	v[n++] = (struct vrdma_res_u32){ "sq_pi", vrdma_res_prod(&qp->sq) };
@@ -106,7 +106,7 @@ static int vrdma_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 		v[n++] = (struct vrdma_res_u32){ "rd_atomic",
 						 qp->req.rd_atomic };
 	}
-	mutex_unlock(&qp->mutex);
+	vrdma_qp_unlock(qp);
 
 	return vrdma_res_put(msg, v, n);
 }

@@ -652,7 +652,11 @@ struct vrdma_resp {
  * @sq_lock: a kernel QP: serialises its consumer's producers of SQ WQEs
  * @rq_lock: a kernel QP: serialises its consumer's producers of RQ WQEs
  * @mutex: serialises the QP's task with modify/destroy; everything below
- *	is protected by it
+ *	is protected by it, together with @owner
+ * @owner: bit VRDMA_QP_OWNED: someone runs the engines, either a holder of
+ *	@mutex (vrdma_qp_lock()) or the receive softirq, which takes it
+ *	with a test-and-set to complete a response at once
+ *	(vrdma_qp_rcv()); each excludes the other
  * @state: enum ib_qp_state
  * @destroyed: the QP is being destroyed; the task must not be queued
  * @attr: attributes set by modify_qp, for query_qp
@@ -692,6 +696,7 @@ struct vrdma_qp {
 	spinlock_t rq_lock;	/* see above */
 
 	struct mutex mutex;	/* see above */
+	unsigned long owner;	/* see above */
 	enum ib_qp_state state;
 	bool destroyed;
 	struct ib_qp_attr attr;
@@ -968,6 +973,18 @@ struct vrdma_qp *vrdma_qp_get(struct vrdma_dev *vdev, u32 qpn);
 void vrdma_qp_put(struct vrdma_qp *qp);
 int vrdma_qp_init(void);
 void vrdma_qp_exit(void);
+/* Bit of vrdma_qp.owner. */
+#define VRDMA_QP_OWNED	0
+
+/* The engines' state may be touched: the QP is owned (vrdma_qp_lock()). */
+static inline void vrdma_qp_assert_owned(struct vrdma_qp *qp)
+{
+	lockdep_assert(test_bit(VRDMA_QP_OWNED, &qp->owner));
+}
+
+void vrdma_qp_lock(struct vrdma_qp *qp);
+bool vrdma_qp_trylock(struct vrdma_qp *qp);
+void vrdma_qp_unlock(struct vrdma_qp *qp);
 void vrdma_qp_schedule(struct vrdma_qp *qp);
 void vrdma_qp_continue(struct vrdma_qp *qp);
 void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);

@@ -707,16 +707,19 @@ int main(int argc, char **argv)
 	test_sq_prod_back(argv[1]);
 	test_count("max_srq", attr.max_srq, mk_srq, rm_srq);
 	/* limits.sh makes the device with a small max_mr; 65536 takes long. */
-	if (attr.max_mr <= 4096 || getenv("VRDMA_LIMITS_ALL")) {
-		test_key_isolation(argv[1]);
-		int kmr = kernel_objs(argv[1], "pd");
+	bool all = getenv("VRDMA_LIMITS_ALL");
+	bool mrs = attr.max_mr <= 4096 || all;
+	/* The PDs of kernel users (ib_core's MAD agent has one). */
+	int kpd = mrs ? kernel_objs(argv[1], "pd") : 0;
 
+	if (mrs) {
+		test_key_isolation(argv[1]);
 		/*
-		 * A kernel PD (ib_core's MAD agent has one) comes with a DMA
-		 * MR on a device without a local DMA lkey: ours to leave.
+		 * A kernel PD comes with a DMA MR on a device without a local
+		 * DMA lkey: ours to leave.
 		 */
-		printf("# %d kernel PDs, each with its DMA MR\n", kmr);
-		test_count("max_mr", attr.max_mr - kmr, mk_mr, rm_mr);
+		printf("# %d kernel PDs, each with its DMA MR\n", kpd);
+		test_count("max_mr", attr.max_mr - kpd, mk_mr, rm_mr);
 		fz_result(!mr_dereg_failed, "every MR of the max_mr fill deregistered (%d failed)",
 			  mr_dereg_failed);
 	} else {
@@ -724,9 +727,8 @@ int main(int argc, char **argv)
 		       ++fz_tap_n, attr.max_mr);
 	}
 	/* Tens of thousands of objects: the long run only (make fuzz). */
-	if (getenv("VRDMA_LIMITS_ALL")) {
+	if (all) {
 		int kcq = kernel_objs(argv[1], "cq");
-		int kpd = kernel_objs(argv[1], "pd");
 		int kqp = kernel_objs(argv[1], "qp");
 
 		printf("# kernel users hold %d CQs, %d PDs, %d QPs\n",

@@ -178,7 +178,9 @@ static bool vrdma_qp_rcv_bh(struct vrdma_qp *qp, struct sk_buff *skb)
  * @skb: the checked packet (see struct vrdma_pkt); consumed
  *
  * Context: any, typically softirq.  A response is completed at once when
- * the QP is idle (vrdma_qp_rcv_bh()); the rest is queued for the QP's task.
+ * the QP is idle (vrdma_qp_rcv_bh()); the rest is queued for the QP's task,
+ * or for the task or doorbell running the QP right now, which takes it in
+ * before it lets go (as for vrdma_qp_rcv_local()).
  */
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 {
@@ -189,7 +191,10 @@ void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (vrdma_qp_rcv_bh(qp, skb))
 		return;
 	skb_queue_tail(&qp->rx, skb);
-	vrdma_qp_schedule(qp);
+	/* Pairs with vrdma_qp_drained(). */
+	smp_mb();
+	if (!READ_ONCE(qp->draining))
+		vrdma_qp_schedule(qp);
 }
 
 static void vrdma_qp_event(struct vrdma_qp *qp, enum ib_event_type type)
@@ -384,10 +389,11 @@ static bool vrdma_qp_run(struct vrdma_qp *qp)
 }
 
 /*
- * The holder of the mutex stops taking in packets: from here on a local
- * sender queues the task itself.  The barrier pairs with the one in
- * vrdma_qp_rcv_local(): either the sender sees @draining clear, or the
- * holder, looking at the queue after this, sees the packet.
+ * The holder of the mutex stops taking in packets: from here on whoever
+ * queues one queues the task too.  The barrier pairs with the one in
+ * vrdma_qp_rcv() and vrdma_qp_rcv_local(): either the sender sees
+ * @draining clear, or the holder, looking at the queue after this, sees
+ * the packet.
  */
 static void vrdma_qp_drained(struct vrdma_qp *qp)
 {

@@ -669,8 +669,8 @@ struct vrdma_resp {
  *	QP's timeout (the "timeout" attribute)
  * @rx: incoming packets for the task; has its own lock
  * @draining: the mutex holder (task or doorbell) takes in @rx before it
- *	lets go and looks again after; a local sender then need not queue
- *	the task (vrdma_qp_rcv_local())
+ *	lets go and looks again after; a packet's sender then need not
+ *	queue the task (vrdma_qp_rcv(), vrdma_qp_rcv_local())
  * @task: runs completer, responder and requester for this QP
  * @refs: lookups from the receive path hold a reference
  * @done: completed when @refs drops to zero

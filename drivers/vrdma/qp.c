@@ -172,6 +172,18 @@ static bool vrdma_qp_rcv_bh(struct vrdma_qp *qp, struct sk_buff *skb)
 	return true;
 }
 
+/*
+ * Queue a packet for the QP.  True if the holder of the mutex is draining
+ * the queue and will take it in; else the caller must see that the task
+ * runs.
+ */
+static bool vrdma_qp_queue_rx(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	skb_queue_tail(&qp->rx, skb);
+	smp_mb();	/* pairs with vrdma_qp_drained() */
+	return READ_ONCE(qp->draining);
+}
+
 /**
  * vrdma_qp_rcv() - hand a received packet to its QP
  * @qp: the destination QP, referenced by the caller
@@ -190,10 +202,7 @@ void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 	if (vrdma_qp_rcv_bh(qp, skb))
 		return;
-	skb_queue_tail(&qp->rx, skb);
-	/* Pairs with vrdma_qp_drained(). */
-	smp_mb();
-	if (!READ_ONCE(qp->draining))
+	if (!vrdma_qp_queue_rx(qp, skb))
 		vrdma_qp_schedule(qp);
 }
 
@@ -391,14 +400,13 @@ static bool vrdma_qp_run(struct vrdma_qp *qp)
 /*
  * The holder of the mutex stops taking in packets: from here on whoever
  * queues one queues the task too.  The barrier pairs with the one in
- * vrdma_qp_rcv() and vrdma_qp_rcv_local(): either the sender sees
- * @draining clear, or the holder, looking at the queue after this, sees
- * the packet.
+ * vrdma_qp_queue_rx(): either the sender sees @draining clear, or the
+ * holder, looking at the queue after this, sees the packet.
  */
 static void vrdma_qp_drained(struct vrdma_qp *qp)
 {
 	WRITE_ONCE(qp->draining, false);
-	smp_mb();	/* pairs with vrdma_qp_rcv_local() */
+	smp_mb();	/* pairs with vrdma_qp_queue_rx() */
 }
 
 /*
@@ -476,10 +484,7 @@ void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb)
 		kfree_skb(skb);
 		return;
 	}
-	skb_queue_tail(&qp->rx, skb);
-	/* Pairs with vrdma_qp_drained(). */
-	smp_mb();
-	if (READ_ONCE(qp->draining))
+	if (vrdma_qp_queue_rx(qp, skb))
 		return;		/* the holder takes it in */
 	if (!preemptible()) {
 		vrdma_qp_schedule(qp);

@@ -368,7 +368,8 @@ static void vrdma_atomic_ack(struct vrdma_qp *qp, struct sk_buff *skb)
 
 /**
  * vrdma_completer() - handle one response packet
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned (vrdma_qp_lock(), or the receive softirq:
+ *	vrdma_qp_rcv_bh())
  * @skb: an ACK, NAK or read response (consumed)
  */
 void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)

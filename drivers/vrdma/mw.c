@@ -23,11 +23,12 @@
  * Every window's binding changes, and is read, under the xa_lock of
  * vdev->mw_xa: a lookup sees a binding whole, and dealloc_mw, which erases
  * the window under that lock, returns only after every lookup that found it
- * is done (ib_core frees the window right after).  A bound window keeps its
- * MR registered through mr->num_mw: dereg and rereg refuse while it is not
- * 0.  An access through a window holds the MR, as any rkey access does; its
- * check is per packet, so after an invalidation at most a packet checked
- * before it lands.
+ * is done (ib_core frees the window right after).  The lock is taken with
+ * BHs off: the receive softirq looks windows up too, answering a READ
+ * (vrdma_qp_rcv_bh()).  A bound window keeps its MR registered through
+ * mr->num_mw: dereg and rereg refuse while it is not 0.  An access through
+ * a window holds the MR, as any rkey access does; its check is per packet,
+ * so after an invalidation at most a packet checked before it lands.
  */
 #include "vrdma.h"
 
@@ -46,7 +47,7 @@
  */
 int vrdma_mw_dev_init(struct vrdma_dev *vdev)
 {
-	xa_init_flags(&vdev->mw_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&vdev->mw_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_BH);
 	vdev->mw_key_byte = kvzalloc(VRDMA_MAX_MW, GFP_KERNEL);
 	return vdev->mw_key_byte ? 0 : -ENOMEM;
 }
@@ -75,9 +76,9 @@ int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 
 	if (udata && (udata->inlen || udata->outlen))
 		return -EINVAL;
-	ret = xa_alloc_cyclic(&vdev->mw_xa, &slot, NULL,
-			      XA_LIMIT(0, VRDMA_MAX_MW - 1), &vdev->mw_next,
-			      GFP_KERNEL);
+	ret = xa_alloc_cyclic_bh(&vdev->mw_xa, &slot, NULL,
+				 XA_LIMIT(0, VRDMA_MAX_MW - 1), &vdev->mw_next,
+				 GFP_KERNEL);
 	if (ret < 0)
 		return ret == -EBUSY ? -ENOMEM : ret;
 
@@ -87,7 +88,7 @@ int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	ibmw->rkey = (VRDMA_MW_INDEX_BASE + slot) << 8 |
 		     ++vdev->mw_key_byte[slot];
 	/* Publish only now: a lookup must see a complete window. */
-	xa_store(&vdev->mw_xa, slot, mw, GFP_KERNEL);
+	xa_store_bh(&vdev->mw_xa, slot, mw, GFP_KERNEL);
 	return 0;
 }
 
@@ -116,12 +117,12 @@ int vrdma_dealloc_mw(struct ib_mw *ibmw)
 	struct vrdma_dev *vdev = to_vdev(ibmw->device);
 	struct vrdma_mw *mw = to_vmw(ibmw);
 
-	xa_lock(&vdev->mw_xa);
+	xa_lock_bh(&vdev->mw_xa);
 	vrdma_mw_unbind(mw);
 	/* The next window in this slot starts after the last key used. */
 	vdev->mw_key_byte[mw->slot] = VRDMA_KEY_BYTE(ibmw->rkey);
 	__xa_erase(&vdev->mw_xa, mw->slot);
-	xa_unlock(&vdev->mw_xa);
+	xa_unlock_bh(&vdev->mw_xa);
 	return 0;
 }
 
@@ -184,7 +185,7 @@ u8 vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe)
 			goto out;
 	}
 
-	xa_lock(&vdev->mw_xa);
+	xa_lock_bh(&vdev->mw_xa);
 	mw = vrdma_mw_find(vdev, wqe->bind.mw_rkey);
 	if (!mw || mw->pd != qp->pd)
 		goto unlock;
@@ -203,7 +204,7 @@ u8 vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe)
 	mw->ibmw.rkey = new_rkey;
 	status = IB_WC_SUCCESS;
 unlock:
-	xa_unlock(&vdev->mw_xa);
+	xa_unlock_bh(&vdev->mw_xa);
 out:
 	if (mr)
 		vrdma_mr_put(mr);
@@ -228,7 +229,7 @@ int vrdma_mw_invalidate(struct vrdma_qp *qp, u32 rkey, bool remote)
 	struct vrdma_mw *mw;
 	int ret = -EINVAL;
 
-	xa_lock(&vdev->mw_xa);
+	xa_lock_bh(&vdev->mw_xa);
 	mw = vrdma_mw_find(vdev, rkey);
 	if (mw && mw->ibmw.rkey == rkey && mw->pd == qp->pd &&
 	    mw->ibmw.type == IB_MW_TYPE_2 && mw->mr &&
@@ -236,7 +237,7 @@ int vrdma_mw_invalidate(struct vrdma_qp *qp, u32 rkey, bool remote)
 		vrdma_mw_unbind(mw);
 		ret = 0;
 	}
-	xa_unlock(&vdev->mw_xa);
+	xa_unlock_bh(&vdev->mw_xa);
 	return ret;
 }
 
@@ -261,7 +262,7 @@ int vrdma_mw_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 	u64 end;
 	int ret = -EACCES;
 
-	xa_lock(&vdev->mw_xa);
+	xa_lock_bh(&vdev->mw_xa);
 	mw = vrdma_mw_find(vdev, rkey);
 	if (!mw || mw->ibmw.rkey != rkey || !mw->mr || mw->pd != qp->pd ||
 	    (mw->ibmw.type == IB_MW_TYPE_2 && mw->qpn != qp->ibqp.qp_num) ||
@@ -276,6 +277,6 @@ int vrdma_mw_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 	*mrp = mw->mr;
 	ret = 0;
 unlock:
-	xa_unlock(&vdev->mw_xa);
+	xa_unlock_bh(&vdev->mw_xa);
 	return ret;
 }

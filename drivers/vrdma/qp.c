@@ -21,10 +21,12 @@
  * for, instead of starving it (finding 13 of robustness.md).  The mutex
  * keeps the two from running the engines at once.
  *
- * One thing does not wait for the task: a response (an ACK, a READ
+ * Two things do not wait for the task.  A response (an ACK, a READ
  * response) arriving for a QP nobody is running is completed right in the
  * receive softirq, as rxe's completer does, so that a process polling the
- * CQ sees its completion without a worker being woken first.  The softirq
+ * CQ sees its completion without a worker being woken first; and a READ
+ * request is answered there, as rxe's responder does in its tasklet, so
+ * that the data leaves without a worker being woken either.  The softirq
  * cannot take the mutex; the engines are owned through a bit
  * (VRDMA_QP_OWNED) instead, which every mutex holder takes too
  * (vrdma_qp_lock()) and the softirq only tries.
@@ -75,8 +77,8 @@ void vrdma_qp_put(struct vrdma_qp *qp)
 }
 
 /*
- * Take the engines from a softirq completing a response on another CPU:
- * a few microseconds at most (it does not wait for anything).
+ * Take the engines from a softirq executing a packet on another CPU: a
+ * few microseconds at most (it waits for nothing, vrdma_qp_rcv_bh()).
  */
 static void vrdma_qp_own(struct vrdma_qp *qp)
 {
@@ -145,27 +147,52 @@ void vrdma_qp_continue(struct vrdma_qp *qp)
 }
 
 /*
- * In the receive softirq: complete a response at once if nobody runs the
- * QP and nothing is queued before it.  The completer needs nothing that
- * sleeps (MR pages are pinned, the CQ takes a spinlock).  Whatever it
- * leaves to the requester (WQEs the window held back, a go-back-N, the
- * error state's flushing) is the task's, queued as for any event.
+ * What the receive softirq executes itself, for a QP nobody runs: a
+ * response (an ACK, a READ response, an ATOMIC ACK) for the completer, and
+ * a READ request for the responder when no READ is being answered.
+ */
+static bool vrdma_bh_pkt(struct sk_buff *skb)
+{
+	return (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) ||
+	       vrdma_pkt(skb)->opcode == IB_OPCODE_RC_RDMA_READ_REQUEST;
+}
+
+/*
+ * In the receive softirq: execute a response or a READ request at once if
+ * nobody runs the QP and nothing is queued before it.  Neither needs
+ * anything that sleeps (MR pages are pinned, the CQ and the window table
+ * take BH-safe locks), and both are short: a READ gets its first
+ * VRDMA_BH_READ_BURST response packets here.  Whatever is left (the rest
+ * of a long READ; WQEs the window held back, a go-back-N, the error
+ * state's flushing, for the requester) is the task's, queued as for any
+ * event.
  */
 static bool vrdma_qp_rcv_bh(struct vrdma_qp *qp, struct sk_buff *skb)
 {
+	bool read = !(vrdma_pkt(skb)->mask & VRDMA_OPF_RESP);
 	bool more;
 
-	if (!in_serving_softirq() || !(vrdma_pkt(skb)->mask & VRDMA_OPF_RESP))
+	if (!in_serving_softirq() || !vrdma_bh_pkt(skb))
 		return false;
 	if (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner))
 		return false;
 	if (qp->destroyed || qp->state != IB_QPS_RTS ||
-	    !skb_queue_empty(&qp->rx)) {
+	    !skb_queue_empty(&qp->rx) ||
+	    (read && (qp->ibqp.qp_type != IB_QPT_RC ||
+		      qp->resp.read_active))) {
 		clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
 		return false;
 	}
-	vrdma_completer(qp, skb);
-	more = qp->req.cur != qp->req.fetch || qp->state != IB_QPS_RTS;
+	if (read) {
+		vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_READ);
+		vrdma_responder(qp, skb);
+		more = vrdma_responder_reads(qp, VRDMA_BH_READ_BURST);
+	} else {
+		vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_RESP);
+		vrdma_completer(qp, skb);
+		more = qp->req.cur != qp->req.fetch;
+	}
+	more |= qp->state != IB_QPS_RTS;
 	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
 	if (more)
 		vrdma_qp_schedule(qp);
@@ -189,10 +216,11 @@ static bool vrdma_qp_queue_rx(struct vrdma_qp *qp, struct sk_buff *skb)
  * @qp: the destination QP, referenced by the caller
  * @skb: the checked packet (see struct vrdma_pkt); consumed
  *
- * Context: any, typically softirq.  A response is completed at once when
- * the QP is idle (vrdma_qp_rcv_bh()); the rest is queued for the QP's task,
- * or for the task or doorbell running the QP right now, which takes it in
- * before it lets go (as for vrdma_qp_rcv_local()).
+ * Context: any, typically softirq.  A response or a READ request is
+ * executed at once when the QP is idle (vrdma_qp_rcv_bh()); the rest is
+ * queued for the QP's task, or for the task or doorbell running the QP
+ * right now, which takes it in before it lets go (as for
+ * vrdma_qp_rcv_local()).
  */
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 {

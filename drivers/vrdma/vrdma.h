@@ -167,6 +167,8 @@ enum vrdma_counter {
 	VRDMA_CNT_LOCAL_BYTES,		/* their payload bytes */
 	VRDMA_CNT_MCAST_SENT,		/* UD: packets sent to a multicast GID */
 	VRDMA_CNT_MCAST_RCVD,		/* UD: multicast packets delivered */
+	VRDMA_CNT_SOFTIRQ_RESP,		/* responses completed in the softirq */
+	VRDMA_CNT_SOFTIRQ_READ,		/* READ requests answered there */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -513,6 +515,8 @@ struct vrdma_ah {
 #define VRDMA_ACK_EVERY		32
 /* Read response packets the responder sends per run of the QP task. */
 #define VRDMA_READ_BURST	64
+/* ... and the receive softirq for a READ it answers (vrdma_qp_rcv_bh()). */
+#define VRDMA_BH_READ_BURST	4
 
 /**
  * struct vrdma_req - requester (and completer) state of a QP

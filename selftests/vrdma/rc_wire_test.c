@@ -45,6 +45,11 @@
  *   max_rd_atomic       no more READs outstanding than max_rd_atomic
  *   psn_wrap_requester  a NAK for PSN 0 of a message that began before the
  *                       wrap resumes at the right offset
+ * Both:
+ *   softirq             a READ request and an ACK reaching a QP that nobody
+ *                       runs are executed in the receive softirq (counted:
+ *                       softirq_reads, softirq_responses); a READ longer
+ *                       than the softirq's burst is finished in order
  *
  * VRDMA_TEST_TYPE=rxe runs the same against rdma_rxe, to check the test;
  * vrdma's counters are not checked then.  Runs as root in the test VM;
@@ -1112,6 +1117,76 @@ TEST_F(wire, max_rd_atomic)
 	}
 	EXPECT_QUIET("all answered");
 	EXPECT_EQ(0, memcmp(self->b.p + 300, data, 100));
+}
+
+/* ---- both: the receive softirq ---------------------------------------- */
+
+/*
+ * A QP that nobody runs answers a READ request, and completes a response,
+ * right in the receive softirq (vrdma_qp_rcv_bh()), and counts it.  A READ
+ * longer than the softirq's burst of responses is finished by the QP's
+ * task, in order.  The pauses let whatever else runs the QP (the task that
+ * modify_qp queues, the doorbell's run) end first; even so one of each is
+ * allowed to find the QP busy and go through the task.
+ */
+TEST_F(wire, softirq)
+{
+	struct peer_opts po = { .sq_psn = 0x200, .rq_psn = 0x300,
+				.timeout = 20 };
+	long long reads = counter("softirq_reads");
+	long long resps = counter("softirq_responses");
+	uint32_t q = po.rq_psn, len = 6 * MTU + 10, i;
+	uint8_t *mem;
+	struct rx r;
+	int n;
+
+	peer_connect(_metadata, self, &po);
+	mem = self->b.p + 8192;
+	for (i = 0; i < len; i++)
+		mem[i] = i * 7 + 5;
+	for (n = 0; n < 4; n++, q++) {
+		usleep(20 * 1000);
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_READ_REQ, .psn = q, .ackreq = 1,
+			.va = (uintptr_t)mem + n, .rkey = self->b.mr->rkey,
+			.dmalen = 100,
+		}));
+		expect_read_responses(_metadata, q, mem + n, 100, n + 1, 0);
+	}
+	usleep(20 * 1000);
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_READ_REQ, .psn = q, .ackreq = 1,
+		.va = (uintptr_t)mem, .rkey = self->b.mr->rkey, .dmalen = len,
+	}));
+	expect_read_responses(_metadata, q, mem, len, 5, 0);
+	EXPECT_QUIET("after the READs");
+
+	for (n = 0; n < 4; n++) {
+		ASSERT_EQ(0, rc_post_send(&self->q, n, IBV_WR_SEND, &self->b,
+					  0, 100, IBV_SEND_SIGNALED, 0, 0));
+		EXPECT_PKT(&r, OP_SEND_ONLY, po.sq_psn + n, 1000);
+		usleep(20 * 1000);
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_ACK, .psn = po.sq_psn + n, .syn = SYN_ACK,
+			.msn = n + 1,
+		}));
+		expect_send_wc(_metadata, self, n, IBV_WC_SUCCESS,
+			       IBV_WC_SEND);
+	}
+	EXPECT_QUIET("after the ACKs");
+
+	if (rc_cfg.is_rxe)
+		return;
+	EXPECT_LE(4, counter("softirq_reads") - reads) {
+		TH_LOG("5 READs, %lld answered in the softirq",
+		       counter("softirq_reads") - reads);
+	}
+	EXPECT_GE(5, counter("softirq_reads") - reads);
+	EXPECT_LE(3, counter("softirq_responses") - resps) {
+		TH_LOG("4 ACKs, %lld completed in the softirq",
+		       counter("softirq_responses") - resps);
+	}
+	EXPECT_GE(4, counter("softirq_responses") - resps);
 }
 
 /* ---- setup, in the parent before the tests fork ------------------------ */

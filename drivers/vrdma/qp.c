@@ -157,6 +157,18 @@ static bool vrdma_bh_pkt(struct sk_buff *skb)
 	       vrdma_pkt(skb)->opcode == IB_OPCODE_RC_RDMA_READ_REQUEST;
 }
 
+/* May the softirq execute this packet now?  It owns the engines. */
+static bool vrdma_bh_may_run(struct vrdma_qp *qp, bool read)
+{
+	if (qp->destroyed || !skb_queue_empty(&qp->rx))
+		return false;	/* going, or packets are queued before it */
+	if (!read)
+		return qp->state == IB_QPS_RTS;
+	/* A READ's target may be in RTR: perftest's server never sends. */
+	return (qp->state == IB_QPS_RTS || qp->state == IB_QPS_RTR) &&
+	       qp->ibqp.qp_type == IB_QPT_RC && !qp->resp.read_active;
+}
+
 /*
  * In the receive softirq: execute a response or a READ request at once if
  * nobody runs the QP and nothing is queued before it.  Neither needs
@@ -170,19 +182,18 @@ static bool vrdma_bh_pkt(struct sk_buff *skb)
 static bool vrdma_qp_rcv_bh(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	bool read = !(vrdma_pkt(skb)->mask & VRDMA_OPF_RESP);
+	enum ib_qp_state state;
 	bool more;
 
 	if (!in_serving_softirq() || !vrdma_bh_pkt(skb))
 		return false;
 	if (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner))
 		return false;
-	if (qp->destroyed || qp->state != IB_QPS_RTS ||
-	    !skb_queue_empty(&qp->rx) ||
-	    (read && (qp->ibqp.qp_type != IB_QPT_RC ||
-		      qp->resp.read_active))) {
+	if (!vrdma_bh_may_run(qp, read)) {
 		clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
 		return false;
 	}
+	state = qp->state;
 	if (read) {
 		vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_READ);
 		vrdma_responder(qp, skb);
@@ -192,7 +203,7 @@ static bool vrdma_qp_rcv_bh(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_completer(qp, skb);
 		more = qp->req.cur != qp->req.fetch;
 	}
-	more |= qp->state != IB_QPS_RTS;
+	more |= qp->state != state;	/* the error state's flushing */
 	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
 	if (more)
 		vrdma_qp_schedule(qp);

@@ -5,7 +5,7 @@
  * A QP has two rings the kernel allocates and the process maps: the SQ and,
  * unless the QP receives through an SRQ, the RQ.  post_send writes send
  * WQEs into the SQ and then rings the doorbell, a POST_SEND command with no
- * work requests; post_recv only writes the RQ (the kernel looks at it when
+ * work requests, unless the kernel said it will look anyway; post_recv only writes the RQ (the kernel looks at it when
  * a packet arrives), except in ERR.  An extended QP's ibv_wr_* API (wr.c)
  * writes the SQ the same way, in batches.  Creating, modifying and
  * destroying a QP go through uverbs.
@@ -266,16 +266,21 @@ int vrdma_destroy_qp(struct ibv_qp *ibqp)
  * Tells the kernel the SQ has new WQEs: a POST_SEND command with no work
  * requests, which uverbs hands to the driver's post_send with wr == NULL.
  *
- * Doorbell suppression belongs here and only here: once the kernel
- * advertises in the SQ ring header that its SQ worker is still running and
- * will look at prod again before it sleeps, this can skip the system call.
- * That needs a full barrier between publishing prod and reading the flag,
- * mirrored on the kernel side, or a doorbell gets lost.
+ * Unless the kernel has said, in the SQ ring's no_doorbell, that it holds
+ * WQEs it may not send yet and will read prod again anyway (a READ
+ * waiting for max_rd_atomic, say): then the system call is skipped.  The
+ * full barrier between publishing prod (done by the caller) and reading
+ * the flag pairs with the kernel's between clearing the flag and reading
+ * prod: either this sees the flag clear and rings, or the kernel sees the
+ * new WQEs.
  */
 int vrdma_sq_doorbell(struct vrdma_qp *qp)
 {
 	struct ibv_send_wr *bad_wr;
 
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&qp->sq.ring.hdr->no_doorbell, __ATOMIC_RELAXED))
+		return 0;
 	return ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad_wr);
 }
 

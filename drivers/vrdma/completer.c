@@ -368,8 +368,8 @@ static void vrdma_atomic_ack(struct vrdma_qp *qp, struct sk_buff *skb)
 
 /**
  * vrdma_completer() - handle one response packet
- * @qp: the QP, engines owned (vrdma_qp_lock(), or the receive softirq:
- *	vrdma_qp_rcv_bh())
+ * @qp: the QP, engines owned (vrdma_qp_lock(), or the QP's tasklet:
+ *	vrdma_qp_bh())
  * @skb: an ACK, NAK or read response (consumed)
  */
 void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)

@@ -70,6 +70,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_MCAST_RCVD].name	= "mcast_rcvd_pkts",
 	[VRDMA_CNT_SOFTIRQ_RESP].name	= "softirq_responses",
 	[VRDMA_CNT_SOFTIRQ_READ].name	= "softirq_reads",
+	[VRDMA_CNT_DOORBELLS].name	= "doorbells",
 	[VRDMA_CNT_RCVD_DROPPED].name	= "rcvd_dropped",
 };
 

@@ -25,7 +25,7 @@
  * the window under that lock, returns only after every lookup that found it
  * is done (ib_core frees the window right after).  The lock is taken with
  * BHs off: the receive softirq looks windows up too, answering a READ
- * (vrdma_qp_rcv_bh()).  A bound window keeps its MR registered through
+ * (vrdma_qp_bh()).  A bound window keeps its MR registered through
  * mr->num_mw: dereg and rereg refuse while it is not 0.  An access through
  * a window holds the MR, as any rkey access does; its check is per packet,
  * so after an invalidation at most a packet checked before it lands.

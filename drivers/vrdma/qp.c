@@ -22,14 +22,14 @@
  * keeps the two from running the engines at once.
  *
  * Two things do not wait for the task.  A response (an ACK, a READ
- * response) arriving for a QP nobody is running is completed right in the
- * receive softirq, as rxe's completer does, so that a process polling the
- * CQ sees its completion without a worker being woken first; and a READ
- * request is answered there, as rxe's responder does in its tasklet, so
- * that the data leaves without a worker being woken either.  The softirq
- * cannot take the mutex; the engines are owned through a bit
- * (VRDMA_QP_OWNED) instead, which every mutex holder takes too
- * (vrdma_qp_lock()) and the softirq only tries.
+ * response) arriving for a QP nobody is running is completed in the
+ * softirq, by the QP's tasklet, as rxe's completer does, so that a process
+ * polling the CQ sees its completion without a worker being woken first;
+ * and a READ request is answered there, as rxe's responder does, so that
+ * the data leaves without a worker being woken either.  The tasklet cannot
+ * take the mutex; the engines are owned through a bit (VRDMA_QP_OWNED)
+ * instead, which every mutex holder takes too (vrdma_qp_lock()) and the
+ * tasklet only tries.
  */
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -77,8 +77,8 @@ void vrdma_qp_put(struct vrdma_qp *qp)
 }
 
 /*
- * Take the engines from a softirq executing a packet on another CPU: a
- * few microseconds at most (it waits for nothing, vrdma_qp_rcv_bh()).
+ * Take the engines from the tasklet running on another CPU: a few
+ * microseconds at most (it waits for nothing, vrdma_qp_bh()).
  */
 static void vrdma_qp_own(struct vrdma_qp *qp)
 {
@@ -149,7 +149,7 @@ void vrdma_qp_continue(struct vrdma_qp *qp)
 /*
  * What the receive softirq executes itself, for a QP nobody runs: a
  * response (an ACK, a READ response, an ATOMIC ACK) for the completer, and
- * a READ request for the responder when no READ is being answered.
+ * a READ request for the responder.
  */
 static bool vrdma_bh_pkt(struct sk_buff *skb)
 {
@@ -158,56 +158,65 @@ static bool vrdma_bh_pkt(struct sk_buff *skb)
 }
 
 /* May the softirq execute this packet now?  It owns the engines. */
-static bool vrdma_bh_may_run(struct vrdma_qp *qp, bool read)
+static bool vrdma_bh_may_run(struct vrdma_qp *qp, struct sk_buff *skb)
 {
-	if (qp->destroyed || !skb_queue_empty(&qp->rx))
-		return false;	/* going, or packets are queued before it */
-	if (!read)
+	if (qp->destroyed || !vrdma_bh_pkt(skb))
+		return false;
+	if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP)
 		return qp->state == IB_QPS_RTS;
-	/* A READ's target may be in RTR: perftest's server never sends. */
+	/*
+	 * A READ's target may be in RTR: perftest's server never sends.  The
+	 * rest of a long READ being answered goes first, from the task.
+	 */
 	return (qp->state == IB_QPS_RTS || qp->state == IB_QPS_RTR) &&
 	       qp->ibqp.qp_type == IB_QPT_RC && !qp->resp.read_active;
 }
 
 /*
- * In the receive softirq: execute a response or a READ request at once if
- * nobody runs the QP and nothing is queued before it.  Neither needs
- * anything that sleeps (MR pages are pinned, the CQ and the window table
- * take BH-safe locks), and both are short: a READ gets its first
- * VRDMA_BH_READ_BURST response packets here.  Whatever is left (the rest
- * of a long READ; WQEs the window held back, a go-back-N, the error
- * state's flushing, for the requester) is the task's, queued as for any
- * event.
+ * The QP's softirq run, a tasklet (as rxe's): it executes the responses
+ * and READ requests at the head of @rx at once, if nobody runs the QP.
+ * Neither needs anything that sleeps (MR pages are pinned, the CQ and the
+ * window table take BH-safe locks), and both are short: a READ gets its
+ * first VRDMA_BH_READ_BURST response packets here.  Being a tasklet, it
+ * runs after the receive softirq has delivered its whole batch of
+ * packets, so the answers to a batch leave together.  Whatever is left (a
+ * packet of another kind and all behind it, the rest of a long READ; WQEs
+ * the window held back, a go-back-N, the error state's flushing, for the
+ * requester) is the task's, queued as for any event.
  */
-static bool vrdma_qp_rcv_bh(struct vrdma_qp *qp, struct sk_buff *skb)
+static void vrdma_qp_bh(struct tasklet_struct *t)
 {
-	bool read = !(vrdma_pkt(skb)->mask & VRDMA_OPF_RESP);
+	struct vrdma_qp *qp = from_tasklet(qp, t, bh);
+	int budget = VRDMA_BH_BUDGET;
 	enum ib_qp_state state;
+	struct sk_buff *skb;
 	bool more;
 
-	if (!in_serving_softirq() || !vrdma_bh_pkt(skb))
-		return false;
-	if (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner))
-		return false;
-	if (!vrdma_bh_may_run(qp, read)) {
-		clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
-		return false;
+	if (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner)) {
+		/* A holder that is draining takes the packets in itself. */
+		if (!READ_ONCE(qp->draining))
+			vrdma_qp_schedule(qp);
+		return;
 	}
 	state = qp->state;
-	if (read) {
-		vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_READ);
-		vrdma_responder(qp, skb);
-		more = vrdma_responder_reads(qp, VRDMA_BH_READ_BURST);
-	} else {
-		vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_RESP);
-		vrdma_completer(qp, skb);
-		more = qp->req.cur != qp->req.fetch;
+	/* Only the owner dequeues: the head stays what was peeked at. */
+	while (budget-- && (skb = skb_peek(&qp->rx)) &&
+	       vrdma_bh_may_run(qp, skb)) {
+		skb_unlink(skb, &qp->rx);
+		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) {
+			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_RESP);
+			vrdma_completer(qp, skb);
+		} else {
+			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_READ);
+			vrdma_responder(qp, skb);
+			vrdma_responder_reads(qp, VRDMA_BH_READ_BURST);
+		}
 	}
-	more |= qp->state != state;	/* the error state's flushing */
+	more = qp->resp.read_active || qp->req.cur != qp->req.fetch ||
+	       qp->state != state || !skb_queue_empty(&qp->rx);
 	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
 	if (more)
 		vrdma_qp_schedule(qp);
-	return true;
 }
 
 /*
@@ -227,21 +236,26 @@ static bool vrdma_qp_queue_rx(struct vrdma_qp *qp, struct sk_buff *skb)
  * @qp: the destination QP, referenced by the caller
  * @skb: the checked packet (see struct vrdma_pkt); consumed
  *
- * Context: any, typically softirq.  A response or a READ request is
- * executed at once when the QP is idle (vrdma_qp_rcv_bh()); the rest is
- * queued for the QP's task, or for the task or doorbell running the QP
- * right now, which takes it in before it lets go (as for
- * vrdma_qp_rcv_local()).
+ * Context: any, typically softirq.  The packet is queued: for the task or
+ * doorbell running the QP right now, which takes it in before it lets go
+ * (as for vrdma_qp_rcv_local()), else, a response or a READ request
+ * arriving in the softirq, for the QP's tasklet (vrdma_qp_bh()), and
+ * anything else for the QP's task.
  */
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 {
+	bool bh = in_serving_softirq() && vrdma_bh_pkt(skb);
+
 	if (READ_ONCE(qp->destroyed)) {
 		kfree_skb(skb);
 		return;
 	}
-	if (vrdma_qp_rcv_bh(qp, skb))
+	/* Once queued, the skb may be gone: the task can run elsewhere. */
+	if (vrdma_qp_queue_rx(qp, skb))
 		return;
-	if (!vrdma_qp_queue_rx(qp, skb))
+	if (bh)
+		tasklet_schedule(&qp->bh);
+	else
 		vrdma_qp_schedule(qp);
 }
 
@@ -661,6 +675,7 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
 
 	/* Posted WQEs are discarded without completions. */
 	vrdma_queue_reset(&qp->sq);
+	WRITE_ONCE(qp->sq.ring->no_doorbell, 0);
 	if (!qp->srq)
 		vrdma_queue_reset(&qp->rq);
 	memset(&qp->req, 0, sizeof(qp->req));
@@ -737,6 +752,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	skb_queue_head_init(&qp->rx);
 	INIT_WORK(&qp->task, vrdma_qp_task);
 	INIT_WORK(&qp->task_more, vrdma_qp_task_more);
+	tasklet_setup(&qp->bh, vrdma_qp_bh);
 	timer_setup(&qp->rnr_timer, vrdma_rnr_timer, 0);
 	timer_setup(&qp->retrans_timer, vrdma_retrans_timer, 0);
 	refcount_set(&qp->refs, 1);
@@ -1031,6 +1047,8 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_irq(&vdev->qp_xa, ibqp->qp_num);
 	vrdma_qp_put(qp);
 	wait_for_completion(&qp->done);
+	/* Scheduled only by packets, which held references. */
+	tasklet_kill(&qp->bh);
 
 	/*
 	 * Only the task and its timers arm timers, and the task now returns
@@ -1086,6 +1104,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		return -EINVAL;
 	}
 	trace_vrdma_doorbell(qp);
+	vrdma_count(qp->vdev, VRDMA_CNT_DOORBELLS);
 	if (!vrdma_qp_trylock(qp)) {
 		vrdma_qp_schedule(qp);
 		return 0;

@@ -104,6 +104,25 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 }
 
 /**
+ * vrdma_sq_want_doorbell() - have the provider ring the SQ doorbell again
+ * @qp: the QP, engines owned
+ *
+ * Clears the SQ ring's no_doorbell (see struct vrdma_ring).  The barrier
+ * pairs with the provider's between publishing prod and reading the flag:
+ * the caller reads prod after this, and either sees the provider's WQEs
+ * or the provider sees the flag clear and rings.
+ */
+void vrdma_sq_want_doorbell(struct vrdma_qp *qp)
+{
+	struct vrdma_ring *ring = qp->sq.ring;
+
+	if (!READ_ONCE(ring->no_doorbell))
+		return;
+	WRITE_ONCE(ring->no_doorbell, 0);
+	smp_mb();	/* pairs with vrdma_sq_doorbell() of the provider */
+}
+
+/**
  * vrdma_flush_sq() - complete every WQE not completed with a flush error
  * @qp: the QP, mutex held, in the error state
  *
@@ -113,8 +132,12 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 void vrdma_flush_sq(struct vrdma_qp *qp)
 {
 	struct vrdma_queue *q = &qp->sq;
+	u32 prod;
+
+	/* Flushing is done once prod is read: WQEs after it need a doorbell. */
+	vrdma_sq_want_doorbell(qp);
 	/* Pairs with the provider's store-release of prod. */
-	u32 prod = smp_load_acquire(&q->ring->prod);
+	prod = smp_load_acquire(&q->ring->prod);
 
 	/* A garbage producer index: flush what we know of. */
 	if (prod - q->kidx > q->num_entries ||
@@ -599,11 +622,8 @@ static bool vrdma_exec_local(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	return true;
 }
 
-/**
- * vrdma_requester() - send what the SQ holds, within the window
- * @qp: the QP, mutex held
- */
-void vrdma_requester(struct vrdma_qp *qp)
+/* Send what the SQ holds, within the window: vrdma_requester(). */
+static void vrdma_send_wqes(struct vrdma_qp *qp)
 {
 	bool acked = qp->ibqp.qp_type == IB_QPT_RC;
 	/* No window holds UC and UD back: as many packets per run. */
@@ -700,4 +720,37 @@ void vrdma_requester(struct vrdma_qp *qp)
 		if (qp->ibqp.event_handler)
 			qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 	}
+}
+
+/**
+ * vrdma_requester() - send what the SQ holds, within the window
+ * @qp: the QP, mutex held
+ *
+ * Then tells the provider whether the next WQE needs a doorbell.  WQEs
+ * fetched and not sent are held back by something (the window,
+ * max_rd_atomic, a fence, an RNR wait, SQD) whose end runs the requester
+ * again (a response, a timer, modify_qp), and that run reads prod: until
+ * then the provider may skip the doorbell (no_doorbell).  Once nothing is
+ * held, prod is read again after the flag is cleared, so that a WQE
+ * published meanwhile without a doorbell is not left behind: another run
+ * takes it.
+ */
+void vrdma_requester(struct vrdma_qp *qp)
+{
+	struct vrdma_ring *ring = qp->sq.ring;
+
+	vrdma_send_wqes(qp);
+	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) {
+		/* The error states flushed after clearing the flag. */
+		vrdma_sq_want_doorbell(qp);
+		return;
+	}
+	if (qp->req.cur != qp->req.fetch) {
+		if (!READ_ONCE(ring->no_doorbell))
+			WRITE_ONCE(ring->no_doorbell, 1);
+		return;
+	}
+	vrdma_sq_want_doorbell(qp);
+	if (READ_ONCE(ring->prod) != qp->req.fetch)
+		vrdma_qp_continue(qp);	/* posted meanwhile, maybe unrung */
 }

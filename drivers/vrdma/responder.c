@@ -586,8 +586,8 @@ static u8 vrdma_read_resp_opcode(bool first, bool last)
 
 /**
  * vrdma_responder_reads() - send the ACK owed and the next read responses
- * @qp: the QP, engines owned (vrdma_qp_lock(), or the receive softirq:
- *	vrdma_qp_rcv_bh())
+ * @qp: the QP, engines owned (vrdma_qp_lock(), or the QP's tasklet:
+ *	vrdma_qp_bh())
  * @burst: at most this many read response packets
  *
  * The task calls this after each batch of received packets: the ACK owed
@@ -805,8 +805,8 @@ out:
 
 /**
  * vrdma_responder() - handle one request packet
- * @qp: the QP, engines owned (vrdma_qp_lock(), or the receive softirq:
- *	vrdma_qp_rcv_bh())
+ * @qp: the QP, engines owned (vrdma_qp_lock(), or the QP's tasklet:
+ *	vrdma_qp_bh())
  * @skb: the request (consumed)
  */
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)

@@ -169,6 +169,7 @@ enum vrdma_counter {
 	VRDMA_CNT_MCAST_RCVD,		/* UD: multicast packets delivered */
 	VRDMA_CNT_SOFTIRQ_RESP,		/* responses completed in the softirq */
 	VRDMA_CNT_SOFTIRQ_READ,		/* READ requests answered there */
+	VRDMA_CNT_DOORBELLS,		/* SQ doorbells of user QPs */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -515,8 +516,10 @@ struct vrdma_ah {
 #define VRDMA_ACK_EVERY		32
 /* Read response packets the responder sends per run of the QP task. */
 #define VRDMA_READ_BURST	64
-/* ... and the receive softirq for a READ it answers (vrdma_qp_rcv_bh()). */
+/* ... and the QP's tasklet for a READ it answers (vrdma_qp_bh()). */
 #define VRDMA_BH_READ_BURST	4
+/* Packets the QP's tasklet executes per run. */
+#define VRDMA_BH_BUDGET		16
 
 /**
  * struct vrdma_req - requester (and completer) state of a QP
@@ -658,9 +661,8 @@ struct vrdma_resp {
  * @mutex: serialises the QP's task with modify/destroy; everything below
  *	is protected by it, together with @owner
  * @owner: bit VRDMA_QP_OWNED: someone runs the engines, either a holder of
- *	@mutex (vrdma_qp_lock()) or the receive softirq, which takes it
- *	with a test-and-set to complete a response at once
- *	(vrdma_qp_rcv()); each excludes the other
+ *	@mutex (vrdma_qp_lock()) or the QP's tasklet, @bh, which takes it
+ *	with a test-and-set; each excludes the other
  * @state: enum ib_qp_state
  * @destroyed: the QP is being destroyed; the task must not be queued
  * @attr: attributes set by modify_qp, for query_qp
@@ -676,6 +678,7 @@ struct vrdma_resp {
  *	lets go and looks again after; a packet's sender then need not
  *	queue the task (vrdma_qp_rcv(), vrdma_qp_rcv_local())
  * @task: runs completer, responder and requester for this QP
+ * @bh: executes responses and READ requests in the softirq (vrdma_qp_bh())
  * @refs: lookups from the receive path hold a reference
  * @done: completed when @refs drops to zero
  * @debugfs: its file, showing the rings (debugfs.c)
@@ -715,6 +718,7 @@ struct vrdma_qp {
 	bool draining;
 	struct work_struct task;	/* woken by an event: high priority */
 	struct work_struct task_more;	/* a run that has more: normal */
+	struct tasklet_struct bh;	/* responses, READs: vrdma_qp_bh() */
 	refcount_t refs;
 	struct completion done;
 	struct dentry *debugfs;
@@ -1050,6 +1054,7 @@ void vrdma_requester(struct vrdma_qp *qp);
 int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 		      u32 offset, void *buf, u32 length);
 void vrdma_flush_sq(struct vrdma_qp *qp);
+void vrdma_sq_want_doorbell(struct vrdma_qp *qp);
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
 void vrdma_flush_rq(struct vrdma_qp *qp);

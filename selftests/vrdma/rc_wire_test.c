@@ -42,7 +42,9 @@
  *                       the rest flushed, the QP in error
  *   rnr_exhausted       RNR NAK after RNR NAK: rnr_retry + 1 tries, then
  *                       IBV_WC_RNR_RETRY_EXC_ERR, the rest flushed
- *   max_rd_atomic       no more READs outstanding than max_rd_atomic
+ *   max_rd_atomic       no more READs outstanding than max_rd_atomic; a
+ *                       READ posted behind one held back rings no doorbell
+ *                       (the SQ ring's no_doorbell)
  *   psn_wrap_requester  a NAK for PSN 0 of a message that began before the
  *                       wrap resumes at the right offset
  * Both:
@@ -1092,16 +1094,26 @@ TEST_F(wire, max_rd_atomic)
 {
 	struct peer_opts po = { .sq_psn = 0x10, .rq_psn = 0x100,
 				.timeout = 20, .max_rd_atomic = 2 };
+	long long doorbells;
 	uint8_t data[100];
 	int i;
 
 	peer_connect(_metadata, self, &po);
 	fill(data, sizeof(data), 9);
-	for (i = 0; i < 4; i++)
+	doorbells = counter("doorbells");
+	for (i = 0; i < 4; i++) {
+		/* Each doorbell's run ends before the next post. */
+		usleep(20 * 1000);
 		ASSERT_EQ(0, rc_post_send(&self->q, i, IBV_WR_RDMA_READ,
 					  &self->b, i * 100, 100,
 					  IBV_SEND_SIGNALED,
 					  0x9000 + i * 100, 0x5555));
+	}
+	/*
+	 * The third READ is held back, and the kernel says it will look at
+	 * the SQ again anyway: the fourth rings no doorbell.
+	 */
+	EXPECT_COUNTER(3, "doorbells", doorbells);
 	/* Two READs, then nothing until the first is answered. */
 	expect_read_req(_metadata, self, 0x10, 0x9000, 100);
 	expect_read_req(_metadata, self, 0x11, 0x9064, 100);

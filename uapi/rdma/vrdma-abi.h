@@ -52,12 +52,21 @@ struct vrdma_alloc_ucontext_resp {
  * user space writes: it keeps its own copy of the index it owns, reads the
  * other side's index once, checks it, and copies each WQE out of the ring
  * before looking at it.
+ *
+ * no_doorbell (SQ only, written by the kernel): while it is set, the
+ * kernel holds WQEs it may not send yet (the window, max_rd_atomic, a
+ * fence, an RNR wait) and is certain to read prod again without being
+ * asked, when a response or a timer comes; the provider may then skip the
+ * doorbell's system call.  The provider publishes prod, makes a full
+ * barrier, then reads the flag; the kernel clears it, makes a full
+ * barrier, then reads prod: one of the two sees the other's write.
  */
 struct vrdma_ring {
 	__u32 prod;
 	__u32 reserved0[15];
 	__u32 cons;
-	__u32 reserved1[15];
+	__u32 no_doorbell;
+	__u32 reserved1[14];
 };
 
 #define VRDMA_RING_HDR_SIZE	128

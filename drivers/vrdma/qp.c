@@ -199,10 +199,12 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 		return;
 	}
 	state = qp->state;
-	/* Only the owner dequeues: the head stays what was peeked at. */
-	while (budget-- && (skb = skb_peek(&qp->rx)) &&
-	       vrdma_bh_may_run(qp, skb)) {
-		skb_unlink(skb, &qp->rx);
+	while (budget-- && (skb = skb_dequeue(&qp->rx))) {
+		if (!vrdma_bh_may_run(qp, skb)) {
+			/* Back to the head: only the owner dequeues. */
+			skb_queue_head(&qp->rx, skb);
+			break;
+		}
 		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) {
 			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_RESP);
 			vrdma_completer(qp, skb);

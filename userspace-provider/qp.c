@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "vrdma.h"
 
@@ -265,6 +266,11 @@ int vrdma_destroy_qp(struct ibv_qp *ibqp)
 /*
  * Tells the kernel the SQ has new WQEs: a POST_SEND command with no work
  * requests, which uverbs hands to the driver's post_send with wr == NULL.
+ * It is written to the command fd, uverbs' legacy path (as rxe's provider
+ * rings), a good deal lighter than the ioctl libibverbs would wrap it in
+ * (ibv_cmd_post_send()).  The kernel refuses write() to a process whose
+ * credentials changed since it opened the device (ib_safe_file_access());
+ * such a QP rings by ioctl from then on.
  *
  * Unless the kernel has said, in the SQ ring's no_doorbell, that it holds
  * WQEs it may not send yet and will read prod again anyway (a READ
@@ -276,12 +282,37 @@ int vrdma_destroy_qp(struct ibv_qp *ibqp)
  */
 int vrdma_sq_doorbell(struct vrdma_qp *qp)
 {
+	struct ibv_qp *ibqp = &qp->vqp.qp;
+	struct ib_uverbs_post_send_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req = {
+		.hdr = {
+			.command = IB_USER_VERBS_CMD_POST_SEND,
+			.in_words = sizeof(req) / 4,
+			.out_words = sizeof(resp) / 4,
+		},
+		.cmd = {
+			.response = (uintptr_t)&resp,
+			.qp_handle = ibqp->handle,
+			.wqe_size = sizeof(struct ib_uverbs_send_wr),
+		},
+	};
 	struct ibv_send_wr *bad_wr;
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&qp->sq.ring.hdr->no_doorbell, __ATOMIC_RELAXED))
 		return 0;
-	return ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad_wr);
+	if (!qp->sq.doorbell_ioctl) {
+		if (write(ibqp->context->cmd_fd, &req, sizeof(req)) ==
+		    sizeof(req))
+			return 0;
+		if (errno != EACCES)
+			return errno;
+		qp->sq.doorbell_ioctl = true;
+	}
+	return ibv_cmd_post_send(ibqp, NULL, &bad_wr);
 }
 
 /* As vrdma_qp_sq_ready(): the RQ takes work requests from INIT on. */

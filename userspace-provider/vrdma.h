@@ -112,6 +112,7 @@ struct vrdma_sq {
 	struct vrdma_sq_limits limits;
 	uint64_t send_ops;		/* IBV_QP_EX_WITH_*: builders allowed */
 	struct vrdma_wr_batch wr;
+	bool doorbell_ioctl;		/* write() refused: ring by ioctl */
 };
 
 /* A QP's RQ or an SRQ. */

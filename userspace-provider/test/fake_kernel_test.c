@@ -98,7 +98,11 @@ static struct {
 	uint64_t device_cap_flags;
 
 	/* what the provider did */
-	int ioctls, doorbells, rq_doorbells, unknown, uhw_short, overflow;
+	/* system calls on the device fd: ioctl(), or write() for a doorbell */
+	int syscalls, doorbells, rq_doorbells, unknown, uhw_short, overflow;
+	int writes;		/* doorbells through write() */
+	bool refuse_writes;	/* write() fails with EACCES (other creds) */
+	int writes_refused;
 	int bad_index;
 	int qp_destroys, cq_destroys;
 	uint32_t last_post_send_len;
@@ -602,6 +606,29 @@ static int kresize_cq(const struct ib_uverbs_resize_cq *cmd, void *out,
 }
 
 /* UVERBS_METHOD_INVOKE_WRITE: a legacy write() command over ioctl. */
+/* POST_SEND, through INVOKE_WRITE or write(): @in is the command. */
+static int kpost_send(const void *in, size_t inlen, void *out, size_t outlen)
+{
+	struct ib_uverbs_post_send_resp resp = {};
+	struct ib_uverbs_post_send req;
+
+	k.last_post_send_len = inlen;
+	if (inlen < sizeof(req) || outlen < sizeof(resp))
+		return ENOSPC;
+	memcpy(&req, in, sizeof(req));
+	k.last_post_send = req;
+	/* as ib_uverbs_post_send() of Linux 6.1 */
+	if (req.wqe_size < sizeof(struct ib_uverbs_send_wr))
+		return EINVAL;
+	if (req.qp_handle >= MAX_OBJS || !k.qps[req.qp_handle].live)
+		return EINVAL;
+	/* uverbs passes wr == NULL for an empty list */
+	if (!req.wr_count)
+		kdoorbell(&k.qps[req.qp_handle]);
+	memcpy(out, &resp, sizeof(resp));
+	return 0;
+}
+
 static int kinvoke_write(struct ib_uverbs_ioctl_hdr *hdr)
 {
 	struct ib_uverbs_attr *in_a = kattr(hdr, UVERBS_ATTR_CORE_IN);
@@ -699,23 +726,8 @@ static int kinvoke_write(struct ib_uverbs_ioctl_hdr *hdr)
 			qp->dest_qpn = req->dest_qp_num;
 		return 0;
 	}
-	case IB_USER_VERBS_CMD_POST_SEND: {
-		struct ib_uverbs_post_send_resp resp = {};
-		struct ib_uverbs_post_send req;
-
-		k.last_post_send_len = inlen;
-		if (inlen < sizeof(req) || outlen < sizeof(resp))
-			return ENOSPC;
-		memcpy(&req, in, sizeof(req));
-		k.last_post_send = req;
-		if (req.qp_handle >= MAX_OBJS || !k.qps[req.qp_handle].live)
-			return EINVAL;
-		/* uverbs passes wr == NULL for an empty list */
-		if (!req.wr_count)
-			kdoorbell(&k.qps[req.qp_handle]);
-		memcpy(out, &resp, sizeof(resp));
-		return 0;
-	}
+	case IB_USER_VERBS_CMD_POST_SEND:
+		return kpost_send(in, inlen, out, outlen);
 	case IB_USER_VERBS_CMD_POST_RECV: {
 		struct ib_uverbs_post_recv_resp resp = {};
 		struct ib_uverbs_post_recv req;
@@ -743,7 +755,7 @@ static int kioctl(struct ib_uverbs_ioctl_hdr *hdr)
 {
 	uint64_t h;
 
-	k.ioctls++;
+	k.syscalls++;
 	switch (hdr->object_id << 16 | hdr->method_id) {
 	case UVERBS_OBJECT_DEVICE << 16 | UVERBS_METHOD_INVOKE_WRITE:
 		return kinvoke_write(hdr);
@@ -821,6 +833,55 @@ int ioctl(int fd, unsigned long request, ...)
 	if (!real)
 		real = (__typeof__(real))dlsym(RTLD_NEXT, "ioctl");
 	return real(fd, request, arg);
+}
+
+/*
+ * The legacy command path, as ib_uverbs_write() of Linux 6.1 takes it: a
+ * header whose in_words cover the whole write, then the command, which
+ * starts with the user address of the response.  Only POST_SEND, the
+ * doorbell, comes this way.
+ */
+static int kwrite(const void *buf, size_t count)
+{
+	struct ib_uverbs_cmd_hdr hdr;
+	uint64_t response;
+
+	k.syscalls++;
+	if (k.refuse_writes) {
+		k.writes_refused++;
+		return EACCES;
+	}
+	if (count < sizeof(hdr) + sizeof(response))
+		return EINVAL;
+	memcpy(&hdr, buf, sizeof(hdr));
+	if (hdr.in_words * 4u != count)
+		return EINVAL;
+	if (hdr.command != IB_USER_VERBS_CMD_POST_SEND) {
+		k.unknown++;
+		return EOPNOTSUPP;
+	}
+	k.writes++;
+	memcpy(&response, (const char *)buf + sizeof(hdr), sizeof(response));
+	return kpost_send((const char *)buf + sizeof(hdr), count - sizeof(hdr),
+			  (void *)(uintptr_t)response, hdr.out_words * 4u);
+}
+
+ssize_t write(int fd, const void *buf, size_t count)
+{
+	static ssize_t (*real)(int, const void *, size_t);
+	int ret;
+
+	if (fd == FAKE_FD) {
+		ret = kwrite(buf, count);
+		if (ret) {
+			errno = ret;
+			return -1;
+		}
+		return count;
+	}
+	if (!real)
+		real = (__typeof__(real))dlsym(RTLD_NEXT, "write");
+	return real(fd, buf, count);
 }
 
 void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
@@ -1119,27 +1180,31 @@ static void test_send_recv(void)
 	};
 	struct ibv_send_wr *bad = NULL;
 	struct ibv_wc wc[4];
-	int ioctls;
+	int calls;
 
 	memcpy(SRC, "0123456789", 10);
 	memcpy(SRC + 100, "abcdef", 6);
 	memset(DST, 0, 64);
 
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 	CHECK_EQ(0, post_recv_buf(qp, 11, DST, 32));
 	CHECK_EQ(0, post_recv_buf(qp, 12, DST + 32, 32));
-	CHECK_EQ(ioctls, k.ioctls);	/* no system call */
+	CHECK_EQ(calls, k.syscalls);	/* no system call */
 
 	CHECK_EQ(0, ibv_post_send(qp, wr, &bad));
-	/* one system call: POST_SEND for this QP with no work requests */
-	CHECK_EQ(ioctls + 1, k.ioctls);
+	/*
+	 * One system call: POST_SEND for this QP with no work requests, a
+	 * write() of the command (the lighter path, as rxe's provider rings).
+	 */
+	CHECK_EQ(calls + 1, k.syscalls);
 	CHECK_EQ(1, k.doorbells);
+	CHECK_EQ(1, k.writes);
 	CHECK_EQ(sizeof(struct ib_uverbs_post_send), k.last_post_send_len);
 	CHECK_EQ(0, k.last_post_send.qp_handle);
 	CHECK_EQ(0, k.last_post_send.wr_count);
 	CHECK_EQ(0, k.last_post_send.sge_count);
 
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 	/* only the signaled one completes on the send side */
 	CHECK_EQ(1, ibv_poll_cq(scq, 4, wc));
 	CHECK_EQ(2, wc[0].wr_id);
@@ -1158,7 +1223,7 @@ static void test_send_recv(void)
 	CHECK(!memcmp(DST, "0123456789abcdef", 16));
 	CHECK(!memcmp(DST + 32, "0123456789", 10));
 	CHECK_EQ(0, ibv_poll_cq(rcq, 4, wc));
-	CHECK_EQ(ioctls, k.ioctls);	/* polling makes no system call */
+	CHECK_EQ(calls, k.syscalls);	/* polling makes no system call */
 }
 
 static void test_inline_imm(void)
@@ -1309,7 +1374,7 @@ static void test_bad_wr(void)
 	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = sge, .num_sge = 4 };
 	struct ibv_send_wr *bad = NULL;
 	struct ibv_recv_wr *rbad = NULL;
-	int ioctls = k.ioctls;
+	int calls = k.syscalls;
 
 	/* nothing posted, so no doorbell */
 	CHECK_EQ(EINVAL, ibv_post_send(qp, &wr, &bad));
@@ -1322,7 +1387,7 @@ static void test_bad_wr(void)
 	CHECK(bad == &wr);
 	CHECK_EQ(EINVAL, ibv_post_recv(qp, &rwr, &rbad));
 	CHECK(rbad == &rwr);
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 }
 
 static void test_sig_all(void)
@@ -1344,12 +1409,89 @@ static void test_sig_all(void)
 	CHECK_EQ(0, ibv_destroy_qp(q));
 }
 
+/*
+ * A process whose credentials changed since it opened the device is
+ * refused write() (ib_safe_file_access()): the doorbell goes by ioctl
+ * instead, from then on for that QP.
+ */
+static void test_doorbell_fallback(void)
+{
+	struct ibv_send_wr wr = { .wr_id = 7, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma.remote_addr = (uintptr_t)REMOTE };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp *q = create_rc_qp(0);
+	int calls, doorbells, writes;
+	struct ibv_wc wc[2];
+
+	CHECK(q);
+	if (!q)
+		return;
+	CHECK_EQ(0, connect_loopback(q));
+	k.refuse_writes = true;
+	calls = k.syscalls;
+	doorbells = k.doorbells;
+	writes = k.writes;
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	CHECK_EQ(1, k.writes_refused);
+	CHECK_EQ(calls + 2, k.syscalls);	/* the write, then the ioctl */
+	CHECK_EQ(doorbells + 1, k.doorbells);
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	CHECK_EQ(7, wc[0].wr_id);
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	CHECK_EQ(1, k.writes_refused);		/* not tried again */
+	CHECK_EQ(calls + 3, k.syscalls);
+	CHECK_EQ(doorbells + 2, k.doorbells);
+	CHECK_EQ(writes, k.writes);
+	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
+	k.refuse_writes = false;
+	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
+/*
+ * While the kernel says, in the SQ ring's no_doorbell, that it will look
+ * at the ring anyway, post_send makes no system call; once it clears the
+ * flag the next post rings, and the kernel finds both WQEs.
+ */
+static void test_no_doorbell(void)
+{
+	struct ibv_send_wr wr = { .wr_id = 1, .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma.remote_addr = (uintptr_t)REMOTE };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp *q = create_rc_qp(0);
+	struct vrdma_ring *hdr;
+	int calls, doorbells;
+	struct ibv_wc wc[3];
+
+	CHECK(q);
+	if (!q)
+		return;
+	CHECK_EQ(0, connect_loopback(q));
+	hdr = to_vqp(q)->sq.ring.hdr;
+	calls = k.syscalls;
+	doorbells = k.doorbells;
+	__atomic_store_n(&hdr->no_doorbell, 1, __ATOMIC_RELAXED);
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	CHECK_EQ(calls, k.syscalls);
+	CHECK_EQ(0, ibv_poll_cq(scq, 3, wc));	/* the kernel has not looked */
+	__atomic_store_n(&hdr->no_doorbell, 0, __ATOMIC_RELAXED);
+	wr.wr_id = 2;
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	CHECK_EQ(calls + 1, k.syscalls);
+	CHECK_EQ(doorbells + 1, k.doorbells);
+	CHECK_EQ(2, ibv_poll_cq(scq, 3, wc));
+	CHECK_EQ(1, wc[0].wr_id);
+	CHECK_EQ(2, wc[1].wr_id);
+	CHECK_EQ(0, ibv_destroy_qp(q));
+}
+
 static void test_req_notify(void)
 {
-	int ioctls = k.ioctls;
+	int calls = k.syscalls;
 
 	CHECK_EQ(0, ibv_req_notify_cq(rcq, 1));
-	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(calls + 1, k.syscalls);
 	CHECK_EQ(1, k.cqs[1].arm_calls);
 	CHECK_EQ(1, k.cqs[1].solicited_only);
 }
@@ -1401,7 +1543,7 @@ static void test_not_ready(void)
 	};
 	struct ibv_send_wr *bad = NULL;
 	struct ibv_qp *q = create_rc_qp(0);
-	int ioctls = k.ioctls;
+	int calls = k.syscalls;
 	struct vrdma_qp *vqp;
 	struct ibv_wc wc[4];
 	uint32_t prod;
@@ -1416,23 +1558,23 @@ static void test_not_ready(void)
 	CHECK_EQ(EINVAL, ibv_post_send(q, &wr, &bad));
 	CHECK(bad == &wr);
 	CHECK_EQ(EINVAL, post_recv_buf(q, 0xdead, DST, 64));
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	/* INIT: only the RQ */
 	CHECK_EQ(0, to_init(q));
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 	bad = NULL;
 	CHECK_EQ(EINVAL, ibv_post_send(q, &wr, &bad));
 	CHECK(bad == &wr);
 	memset(DST, 0, 64);
 	CHECK_EQ(0, post_recv_buf(q, 0x1a17, DST, 64));
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	/* RTR: still not the SQ */
 	CHECK_EQ(0, to_rtr(q));
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 	bad = NULL;
 	CHECK_EQ(EINVAL, ibv_post_send(q, &wr, &bad));
 	CHECK(bad == &wr);
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	/* nothing of it reached the ring */
 	CHECK_EQ(prod, vqp->sq.ring.hdr->prod);
 
@@ -1457,7 +1599,7 @@ static void test_error_flush(void)
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 	struct ibv_send_wr *bad = NULL;
 	struct ibv_qp *q = create_rc_qp(0);
-	int ioctls, rq_doorbells, i;
+	int calls, rq_doorbells, i;
 	struct ibv_wc wc[8];
 
 	CHECK(q);
@@ -1483,9 +1625,9 @@ static void test_error_flush(void)
 	CHECK_EQ(1, ibv_poll_cq(scq, 8, wc));
 	CHECK_EQ(0x20, wc[0].wr_id);
 	CHECK_EQ(IBV_WC_WR_FLUSH_ERR, wc[0].status);
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 	CHECK_EQ(0, post_recv_buf(q, 0x21, DST, 64));
-	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(calls + 1, k.syscalls);
 	CHECK_EQ(rq_doorbells + 1, k.rq_doorbells);
 	CHECK_EQ(1, ibv_poll_cq(rcq, 8, wc));
 	CHECK_EQ(0x21, wc[0].wr_id);
@@ -1626,7 +1768,7 @@ static void test_create_cq_ex(void)
 		.wc_flags = IBV_WC_STANDARD_FLAGS,
 	};
 	struct ibv_poll_cq_attr pattr = { .comp_mask = 1 };
-	int ioctls = k.ioctls, mapped = mapped_rings();
+	int calls = k.syscalls, mapped = mapped_rings();
 	unsigned int i;
 
 	/* what the CQE cannot carry is refused before the kernel is asked */
@@ -1648,7 +1790,7 @@ static void test_create_cq_ex(void)
 	errno = 0;
 	CHECK(!ibv_create_cq_ex(ctx, &attr));
 	CHECK_EQ(EOPNOTSUPP, errno);
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 
 	/* a promise of one thread is fine */
 	attr.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
@@ -1663,13 +1805,13 @@ static void test_create_cq_ex(void)
 	CHECK_EQ(0, k.uhw_short);
 
 	/* empty: ENOENT (no end_poll then), no system call */
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 	pattr.comp_mask = 0;
 	CHECK_EQ(ENOENT, ibv_start_poll(xcq, &pattr));
 	CHECK_EQ(ENOENT, ibv_start_poll(xcq, &pattr));
 	pattr.comp_mask = 1;
 	CHECK_EQ(EINVAL, ibv_start_poll(xcq, &pattr));
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 }
 
 static void test_create_qp_ex(void)
@@ -1688,7 +1830,7 @@ static void test_create_qp_ex(void)
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
 		.pd = pd,
 	};
-	int ioctls = k.ioctls, queries = k.query_devices;
+	int calls = k.syscalls, queries = k.query_devices;
 	unsigned int i;
 	struct ibv_qp *q;
 
@@ -1702,7 +1844,7 @@ static void test_create_qp_ex(void)
 	errno = 0;
 	CHECK(!create_ex_qp(IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, 0));
 	CHECK_EQ(EOPNOTSUPP, errno);
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 
 	/* atomics and SEND with invalidate: as the device says */
 	k.atomic_cap = IBV_ATOMIC_NONE;
@@ -1722,7 +1864,7 @@ static void test_create_qp_ex(void)
 	CHECK(!create_ex_qp(IBV_QPT_RC, IBV_QP_EX_WITH_BIND_MW, 0));
 	CHECK_EQ(EOPNOTSUPP, errno);
 	CHECK_EQ(queries + 4, k.query_devices);
-	CHECK_EQ(ioctls + 4, k.ioctls);		/* and no QP created */
+	CHECK_EQ(calls + 4, k.syscalls);		/* and no QP created */
 
 	k.atomic_cap = IBV_ATOMIC_HCA;
 	k.device_cap_flags = IBV_DEVICE_MEM_WINDOW;
@@ -1774,13 +1916,13 @@ static void test_cq_ex_poll(void)
 	struct ibv_send_wr *bad = NULL;
 	uint32_t cons = xcq_hdr()->cons;
 	struct ibv_wc wc[4];
-	int ioctls;
+	int calls;
 
 	memcpy(SRC, "ten bytes!", 10);
 	CHECK_EQ(0, post_recv_buf(xqp, 0x50, DST, 64));
 	/* plain post_send works on an extended QP */
 	CHECK_EQ(0, ibv_post_send(xqp, wr, &bad));
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 
 	CHECK_EQ(0, ibv_start_poll(xcq, &attr));
 	CHECK_EQ(0x50, xcq->wr_id);
@@ -1810,7 +1952,7 @@ static void test_cq_ex_poll(void)
 	CHECK_EQ(cons, xcq_hdr()->cons);
 	ibv_end_poll(xcq);
 	CHECK_EQ(cons + 3, xcq_hdr()->cons);
-	CHECK_EQ(ioctls, k.ioctls);	/* polling makes no system call */
+	CHECK_EQ(calls, k.syscalls);	/* polling makes no system call */
 
 	/* stopping early hands back what was read, and no more */
 	wr[0].next = NULL;
@@ -1989,7 +2131,7 @@ static void test_wr_layout(void)
 	uint8_t a[WQE_LOG_SIZE];
 	struct ibv_wc wc[4];
 	unsigned int i;
-	int n, ioctls;
+	int n, calls;
 	bool recv;
 	size_t len;
 
@@ -2009,11 +2151,11 @@ static void test_wr_layout(void)
 
 		if (recv)
 			CHECK_EQ(0, post_recv_buf(xqp, 0x70, DST, 64));
-		ioctls = k.ioctls;
+		calls = k.syscalls;
 		ibv_wr_start(qpx);
 		wr_api_build(qpx, &wr);
 		CHECK_EQ(0, ibv_wr_complete(qpx));
-		CHECK_EQ(ioctls + 1, k.ioctls);
+		CHECK_EQ(calls + 1, k.syscalls);
 
 		len = wqe_len(a);
 		CHECK_EQ(len, wqe_len(executed(0)));
@@ -2046,7 +2188,7 @@ static void test_wr_batch(void)
 						  vqp.qp);
 	static const char msg[] = "inline!";
 	uint32_t prod = sq_hdr(xqp)->prod;
-	int ioctls = k.ioctls, doorbells = k.doorbells, done = k.executed;
+	int calls = k.syscalls, doorbells = k.doorbells, done = k.executed;
 	struct ibv_wc wc[4];
 	int i;
 
@@ -2067,10 +2209,10 @@ static void test_wr_batch(void)
 	/* built, not published */
 	CHECK_EQ(prod, sq_hdr(xqp)->prod);
 	CHECK_EQ(prod + 3, vqp->sq.ring.head);
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	CHECK_EQ(0, ibv_wr_complete(qpx));
 	CHECK_EQ(prod + 3, sq_hdr(xqp)->prod);
-	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(calls + 1, k.syscalls);
 	CHECK_EQ(doorbells + 1, k.doorbells);
 	CHECK_EQ(done + 3, k.executed);
 
@@ -2087,7 +2229,7 @@ static void test_wr_batch(void)
 	/* an empty batch posts nothing and makes no system call */
 	ibv_wr_start(qpx);
 	CHECK_EQ(0, ibv_wr_complete(qpx));
-	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(calls + 1, k.syscalls);
 	CHECK_EQ(prod + 3, sq_hdr(xqp)->prod);
 }
 
@@ -2097,7 +2239,7 @@ static void test_wr_abort(void)
 	struct vrdma_qp *vqp = vrdma_container_of(xqp, struct vrdma_qp,
 						  vqp.qp);
 	uint32_t prod = sq_hdr(xqp)->prod;
-	int ioctls = k.ioctls, done = k.executed;
+	int calls = k.syscalls, done = k.executed;
 	struct vrdma_send_wqe *slot;
 	struct ibv_wc wc[4];
 
@@ -2111,7 +2253,7 @@ static void test_wr_abort(void)
 	ibv_wr_abort(qpx);
 	CHECK_EQ(prod, sq_hdr(xqp)->prod);
 	CHECK_EQ(prod, vqp->sq.ring.head);
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	CHECK_EQ(0, poll_ex(wc, 4));
 
 	ibv_wr_start(qpx);
@@ -2131,7 +2273,7 @@ static void test_wr_abort(void)
 static void test_wr_full(void)
 {
 	uint32_t prod = sq_hdr(xqp)->prod;
-	int ioctls = k.ioctls, i;
+	int calls = k.syscalls, i;
 	struct ibv_wc wc[16];
 
 	ibv_wr_start(qpx);
@@ -2143,7 +2285,7 @@ static void test_wr_full(void)
 	}
 	CHECK_EQ(ENOMEM, ibv_wr_complete(qpx));
 	CHECK_EQ(prod, sq_hdr(xqp)->prod);
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	CHECK_EQ(0, poll_ex(wc, 16));
 
 	/* exactly full is fine */
@@ -2155,7 +2297,7 @@ static void test_wr_full(void)
 	}
 	CHECK_EQ(0, ibv_wr_complete(qpx));
 	CHECK_EQ(prod + 8, sq_hdr(xqp)->prod);
-	CHECK_EQ(ioctls + 1, k.ioctls);
+	CHECK_EQ(calls + 1, k.syscalls);
 	CHECK_EQ(8, poll_ex(wc, 16));
 	for (i = 0; i < 8; i++)
 		CHECK_EQ(0x910 + i, wc[i].wr_id);
@@ -2173,7 +2315,7 @@ static void test_wr_errors(void)
 		{ .addr = SRC, .length = 5 },
 	};
 	uint32_t prod = sq_hdr(xqp)->prod;
-	int ioctls = k.ioctls;
+	int calls = k.syscalls;
 	struct ibv_qp_ex *x2;
 	struct ibv_wc wc[4];
 	struct ibv_qp *q2;
@@ -2223,7 +2365,7 @@ static void test_wr_errors(void)
 	CHECK_EQ(EINVAL, ibv_wr_complete(qpx));
 
 	CHECK_EQ(prod, sq_hdr(xqp)->prod);
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	CHECK_EQ(0, poll_ex(wc, 4));
 
 	/* a QP created for SENDs only, signaling all */
@@ -2233,17 +2375,17 @@ static void test_wr_errors(void)
 	if (!x2)
 		return;
 	/* not before RTS, as post_send */
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 	ibv_wr_start(x2);
 	ibv_wr_send(x2);
 	CHECK_EQ(EINVAL, ibv_wr_complete(x2));
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	CHECK_EQ(0, connect_loopback(q2));
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 	ibv_wr_start(x2);
 	ibv_wr_rdma_write(x2, mr->rkey, (uintptr_t)REMOTE);
 	CHECK_EQ(EINVAL, ibv_wr_complete(x2));
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	/* what it was created for works, sq_sig_all included */
 	CHECK_EQ(0, post_recv_buf(q2, 0x77, DST, 64));
 	ibv_wr_start(x2);
@@ -2268,7 +2410,7 @@ static void test_wr_ud(void)
 	struct ibv_wc wc[2];
 	struct ibv_ah *ah;
 	struct ibv_qp *q;
-	int ioctls;
+	int calls;
 
 	q = create_ex_qp(IBV_QPT_UD, IBV_QP_EX_WITH_SEND |
 			 IBV_QP_EX_WITH_SEND_WITH_IMM, 0);
@@ -2302,12 +2444,12 @@ static void test_wr_ud(void)
 	CHECK_EQ(1, poll_ex(wc, 2));
 	CHECK_EQ(21, wc[0].wr_id);
 
-	ioctls = k.ioctls;
+	calls = k.syscalls;
 	ibv_wr_start(x);
 	ibv_wr_send_imm(x, 0);
 	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)SRC, 4);
 	CHECK_EQ(EINVAL, ibv_wr_complete(x));
-	CHECK_EQ(ioctls, k.ioctls);
+	CHECK_EQ(calls, k.syscalls);
 	CHECK_EQ(0, ibv_destroy_ah(ah));
 	CHECK_EQ(0, ibv_destroy_qp(q));
 }
@@ -2416,6 +2558,8 @@ static const struct tap_test tests[] = {
 	{ "RDMA WRITE, WRITE WITH IMM, READ", test_rdma },
 	{ "atomic FETCH_AND_ADD and CMP_AND_SWP", test_atomics },
 	{ "full SQ: ENOMEM, bad_wr, one doorbell for the rest", test_sq_full },
+	{ "doorbell: by ioctl once write() is refused", test_doorbell_fallback },
+	{ "doorbell: none while the kernel sets no_doorbell", test_no_doorbell },
 	{ "bad work requests: EINVAL, bad_wr, no system call", test_bad_wr },
 	{ "sq_sig_all signals every WQE", test_sig_all },
 	{ "SQ refused before RTS, RQ before INIT, nothing queued",

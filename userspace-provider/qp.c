@@ -304,13 +304,15 @@ int vrdma_sq_doorbell(struct vrdma_qp *qp)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&qp->sq.ring.hdr->no_doorbell, __ATOMIC_RELAXED))
 		return 0;
-	if (!qp->sq.doorbell_ioctl) {
+	/* Posters of other threads may race on the flag: relaxed atomics. */
+	if (!__atomic_load_n(&qp->sq.doorbell_ioctl, __ATOMIC_RELAXED)) {
 		if (write(ibqp->context->cmd_fd, &req, sizeof(req)) ==
 		    sizeof(req))
 			return 0;
 		if (errno != EACCES)
 			return errno;
-		qp->sq.doorbell_ioctl = true;
+		__atomic_store_n(&qp->sq.doorbell_ioctl, true,
+				 __ATOMIC_RELAXED);
 	}
 	return ibv_cmd_post_send(ibqp, NULL, &bad_wr);
 }

@@ -5,10 +5,11 @@
  * A QP has two rings the kernel allocates and the process maps: the SQ and,
  * unless the QP receives through an SRQ, the RQ.  post_send writes send
  * WQEs into the SQ and then rings the doorbell, a POST_SEND command with no
- * work requests, unless the kernel said it will look anyway; post_recv only writes the RQ (the kernel looks at it when
- * a packet arrives), except in ERR.  An extended QP's ibv_wr_* API (wr.c)
- * writes the SQ the same way, in batches.  Creating, modifying and
- * destroying a QP go through uverbs.
+ * work requests, unless the kernel said it will look anyway; post_recv
+ * only writes the RQ (the kernel looks at it when a packet arrives),
+ * except in ERR.  An extended QP's ibv_wr_* API (wr.c) writes the SQ the
+ * same way, in batches.  Creating, modifying and destroying a QP go
+ * through uverbs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -263,6 +264,31 @@ int vrdma_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
+/* The doorbell as a write() of POST_SEND: 0 or an errno. */
+static int vrdma_sq_doorbell_write(struct ibv_qp *ibqp)
+{
+	struct ib_uverbs_post_send_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req = {
+		.hdr = {
+			.command = IB_USER_VERBS_CMD_POST_SEND,
+			.in_words = sizeof(req) / 4,
+			.out_words = sizeof(resp) / 4,
+		},
+		.cmd = {
+			.response = (uintptr_t)&resp,
+			.qp_handle = ibqp->handle,
+			.wqe_size = sizeof(struct ib_uverbs_send_wr),
+		},
+	};
+
+	if (write(ibqp->context->cmd_fd, &req, sizeof(req)) == sizeof(req))
+		return 0;
+	return errno;
+}
+
 /*
  * Tells the kernel the SQ has new WQEs: a POST_SEND command with no work
  * requests, which uverbs hands to the driver's post_send with wr == NULL.
@@ -282,39 +308,21 @@ int vrdma_destroy_qp(struct ibv_qp *ibqp)
  */
 int vrdma_sq_doorbell(struct vrdma_qp *qp)
 {
-	struct ibv_qp *ibqp = &qp->vqp.qp;
-	struct ib_uverbs_post_send_resp resp;
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req = {
-		.hdr = {
-			.command = IB_USER_VERBS_CMD_POST_SEND,
-			.in_words = sizeof(req) / 4,
-			.out_words = sizeof(resp) / 4,
-		},
-		.cmd = {
-			.response = (uintptr_t)&resp,
-			.qp_handle = ibqp->handle,
-			.wqe_size = sizeof(struct ib_uverbs_send_wr),
-		},
-	};
 	struct ibv_send_wr *bad_wr;
+	int ret;
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&qp->sq.ring.hdr->no_doorbell, __ATOMIC_RELAXED))
 		return 0;
 	/* Posters of other threads may race on the flag: relaxed atomics. */
 	if (!__atomic_load_n(&qp->sq.doorbell_ioctl, __ATOMIC_RELAXED)) {
-		if (write(ibqp->context->cmd_fd, &req, sizeof(req)) ==
-		    sizeof(req))
-			return 0;
-		if (errno != EACCES)
-			return errno;
+		ret = vrdma_sq_doorbell_write(&qp->vqp.qp);
+		if (ret != EACCES)
+			return ret;
 		__atomic_store_n(&qp->sq.doorbell_ioctl, true,
 				 __ATOMIC_RELAXED);
 	}
-	return ibv_cmd_post_send(ibqp, NULL, &bad_wr);
+	return ibv_cmd_post_send(&qp->vqp.qp, NULL, &bad_wr);
 }
 
 /* As vrdma_qp_sq_ready(): the RQ takes work requests from INIT on. */

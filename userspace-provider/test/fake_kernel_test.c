@@ -1043,6 +1043,17 @@ static int connect_loopback(struct ibv_qp *q)
 	return ret;
 }
 
+/* An RC QP connected to itself, checked; NULL if it could not be created. */
+static struct ibv_qp *create_loopback_qp(int sq_sig_all)
+{
+	struct ibv_qp *q = create_rc_qp(sq_sig_all);
+
+	CHECK(q);
+	if (q)
+		CHECK_EQ(0, connect_loopback(q));
+	return q;
+}
+
 static int post_recv_buf(struct ibv_qp *q, uint64_t wr_id, void *buf,
 			 uint32_t len)
 {
@@ -1395,13 +1406,11 @@ static void test_sig_all(void)
 	struct ibv_send_wr wr = { .wr_id = 9, .opcode = IBV_WR_RDMA_WRITE,
 				  .wr.rdma.remote_addr = (uintptr_t)REMOTE };
 	struct ibv_send_wr *bad = NULL;
-	struct ibv_qp *q = create_rc_qp(1);
+	struct ibv_qp *q = create_loopback_qp(1);
 	struct ibv_wc wc[2];
 
-	CHECK(q);
 	if (!q)
 		return;
-	CHECK_EQ(0, connect_loopback(q));
 	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
 	CHECK_EQ(1, ibv_poll_cq(scq, 2, wc));
 	CHECK_EQ(9, wc[0].wr_id);
@@ -1420,14 +1429,12 @@ static void test_doorbell_fallback(void)
 				  .send_flags = IBV_SEND_SIGNALED,
 				  .wr.rdma.remote_addr = (uintptr_t)REMOTE };
 	struct ibv_send_wr *bad = NULL;
-	struct ibv_qp *q = create_rc_qp(0);
+	struct ibv_qp *q = create_loopback_qp(0);
 	int calls, doorbells, writes;
 	struct ibv_wc wc[2];
 
-	CHECK(q);
 	if (!q)
 		return;
-	CHECK_EQ(0, connect_loopback(q));
 	k.refuse_writes = true;
 	calls = k.syscalls;
 	doorbells = k.doorbells;
@@ -1459,15 +1466,13 @@ static void test_no_doorbell(void)
 				  .send_flags = IBV_SEND_SIGNALED,
 				  .wr.rdma.remote_addr = (uintptr_t)REMOTE };
 	struct ibv_send_wr *bad = NULL;
-	struct ibv_qp *q = create_rc_qp(0);
+	struct ibv_qp *q = create_loopback_qp(0);
 	struct vrdma_ring *hdr;
 	int calls, doorbells;
 	struct ibv_wc wc[3];
 
-	CHECK(q);
 	if (!q)
 		return;
-	CHECK_EQ(0, connect_loopback(q));
 	hdr = to_vqp(q)->sq.ring.hdr;
 	calls = k.syscalls;
 	doorbells = k.doorbells;
@@ -1598,14 +1603,12 @@ static void test_error_flush(void)
 				  .send_flags = IBV_SEND_SIGNALED };
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
 	struct ibv_send_wr *bad = NULL;
-	struct ibv_qp *q = create_rc_qp(0);
+	struct ibv_qp *q = create_loopback_qp(0);
 	int calls, rq_doorbells, i;
 	struct ibv_wc wc[8];
 
-	CHECK(q);
 	if (!q)
 		return;
-	CHECK_EQ(0, connect_loopback(q));
 	/* receives in RTS: no system call */
 	rq_doorbells = k.rq_doorbells;
 	for (i = 0; i < 3; i++)
@@ -1642,13 +1645,11 @@ static void test_reset_and_reuse(void)
 				  .send_flags = IBV_SEND_SIGNALED };
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
 	struct ibv_send_wr *bad = NULL;
-	struct ibv_qp *q = create_rc_qp(0);
+	struct ibv_qp *q = create_loopback_qp(0);
 	struct ibv_wc wc[8];
 
-	CHECK(q);
 	if (!q)
 		return;
-	CHECK_EQ(0, connect_loopback(q));
 	CHECK_EQ(0, post_recv_buf(q, 0xdead, DST, 64));
 	CHECK_EQ(0, ibv_modify_qp(q, &attr, IBV_QP_STATE));
 	CHECK_EQ(0, connect_loopback(q));

@@ -740,11 +740,12 @@ void vrdma_requester(struct vrdma_qp *qp)
 	struct vrdma_ring *ring = qp->sq.ring;
 
 	vrdma_send_wqes(qp);
-	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) {
-		/* The error states flushed after clearing the flag. */
-		vrdma_sq_want_doorbell(qp);
+	/*
+	 * The flag is set only in RTS and SQD, which the QP leaves for the
+	 * error states (whose flush cleared it) or RESET (which clears it).
+	 */
+	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)
 		return;
-	}
 	if (qp->req.cur != qp->req.fetch) {
 		if (!READ_ONCE(ring->no_doorbell))
 			WRITE_ONCE(ring->no_doorbell, 1);

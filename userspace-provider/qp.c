@@ -298,9 +298,10 @@ static int vrdma_sq_doorbell_write(struct ibv_qp *ibqp)
  * credentials changed since it opened the device (ib_safe_file_access());
  * such a QP rings by ioctl from then on.
  *
- * Unless the kernel has said, in the SQ ring's no_doorbell, that it holds
- * WQEs it may not send yet and will read prod again anyway (a READ
- * waiting for max_rd_atomic, say): then the system call is skipped.  The
+ * Unless the kernel has said, in the SQ ring's no_doorbell, that it will
+ * read prod again anyway: it holds WQEs it may not send yet (a READ
+ * waiting for max_rd_atomic, say), or many requests await answers, each
+ * of which runs the requester.  Then the system call is skipped.  The
  * full barrier between publishing prod (done by the caller) and reading
  * the flag pairs with the kernel's between clearing the flag and reading
  * prod: either this sees the flag clear and rings, or the kernel sees the

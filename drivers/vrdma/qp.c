@@ -26,7 +26,10 @@
  * softirq, by the QP's tasklet, as rxe's completer does, so that a process
  * polling the CQ sees its completion without a worker being woken first;
  * and a READ request is answered there, as rxe's responder does, so that
- * the data leaves without a worker being woken either.  The tasklet cannot
+ * the data leaves without a worker being woken either.  After answers the
+ * tasklet runs the requester too, as rxe's completer does: a pipeline of
+ * requests then flows with neither a worker nor the process's doorbells
+ * (vrdma_requester_bh(), no_doorbell in the SQ ring).  The tasklet cannot
  * take the mutex; the engines are owned through a bit (VRDMA_QP_OWNED)
  * instead, which every mutex holder takes too (vrdma_qp_lock()) and the
  * tasklet only tries.
@@ -179,18 +182,19 @@ static bool vrdma_bh_may_run(struct vrdma_qp *qp, struct sk_buff *skb)
  * window table take BH-safe locks), and both are short: a READ gets its
  * first VRDMA_BH_READ_BURST response packets here.  Being a tasklet, it
  * runs after the receive softirq has delivered its whole batch of
- * packets, so the answers to a batch leave together.  Whatever is left (a
- * packet of another kind and all behind it, the rest of a long READ; WQEs
- * the window held back, a go-back-N, the error state's flushing, for the
- * requester) is the task's, queued as for any event.
+ * packets, so the answers to a batch leave together.  After answers it
+ * runs the requester too, which sends a few packets and leaves the rest
+ * to the task.  Whatever else is left (a packet of another kind and all
+ * behind it, the rest of a long READ, the error state's flushing) is the
+ * task's, queued as for any event; its run ends with the requester's.
  */
 static void vrdma_qp_bh(struct tasklet_struct *t)
 {
 	struct vrdma_qp *qp = from_tasklet(qp, t, bh);
 	int budget = VRDMA_BH_BUDGET;
+	bool answered = false, more;
 	enum ib_qp_state state;
 	struct sk_buff *skb;
-	bool more;
 
 	if (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner)) {
 		/* A holder that is draining takes the packets in itself. */
@@ -208,14 +212,22 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) {
 			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_RESP);
 			vrdma_completer(qp, skb);
+			answered = true;
 		} else {
 			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_READ);
 			vrdma_responder(qp, skb);
 			vrdma_responder_reads(qp, VRDMA_BH_READ_BURST);
 		}
 	}
-	more = qp->resp.read_active || qp->req.cur != qp->req.fetch ||
-	       qp->state != state || !skb_queue_empty(&qp->rx);
+	/*
+	 * Answers run the requester: they may have opened the window, and
+	 * WQEs posted without a doorbell wait for them (vrdma_requester()).
+	 */
+	more = qp->resp.read_active || qp->state != state ||
+	       !skb_queue_empty(&qp->rx);
+	/* Only RC QPs in RTS get answers here (vrdma_bh_may_run()). */
+	if (answered && !more)
+		vrdma_requester_bh(qp);
 	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
 	if (more)
 		vrdma_qp_schedule(qp);

@@ -622,12 +622,18 @@ static bool vrdma_exec_local(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	return true;
 }
 
-/* Send what the SQ holds, within the window: vrdma_requester(). */
-static void vrdma_send_wqes(struct vrdma_qp *qp)
+/*
+ * Send what the SQ holds, within the window: vrdma_requester(), from the
+ * QP's tasklet when @bh (vrdma_requester_bh()).
+ */
+static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 {
 	bool acked = qp->ibqp.qp_type == IB_QPT_RC;
-	/* No window holds UC and UD back: as many packets per run. */
-	int budget = VRDMA_WINDOW;
+	/*
+	 * No window holds UC and UD back: as many packets per run.  The
+	 * tasklet sends a few, as it answers a few READ packets.
+	 */
+	int budget = bh ? VRDMA_BH_BUDGET : VRDMA_WINDOW;
 
 	if (qp->state == IB_QPS_ERR || qp->state == IB_QPS_SQE) {
 		vrdma_flush_sq(qp);
@@ -666,6 +672,11 @@ static void vrdma_send_wqes(struct vrdma_qp *qp)
 				break;
 		}
 		if (vrdma_wqe_local(swqe->wqe)) {
+			/* Binding and registering take non-BH-safe locks. */
+			if (bh) {
+				vrdma_qp_schedule(qp);
+				break;
+			}
 			if (!vrdma_exec_local(qp, swqe))
 				break;
 			continue;
@@ -674,15 +685,21 @@ static void vrdma_send_wqes(struct vrdma_qp *qp)
 		if (vrdma_psn_diff(qp->req.psn, qp->req.una) >=
 		    (qp->req.probe ? 1 : VRDMA_WINDOW))
 			break;
-		/* A local peer: the whole message at once, no packet. */
-		if (acked && vrdma_local_exec(qp, swqe)) {
+		/*
+		 * A local peer: the whole message at once, no packet.  Not
+		 * from the tasklet: it takes the peer's mutex.
+		 */
+		if (acked && !bh && vrdma_local_exec(qp, swqe)) {
 			if (qp->state == IB_QPS_ERR)
 				return;
 			continue;
 		}
-		if (!acked && !budget--) {
+		if ((!acked || bh) && !budget--) {
 			/* Let other QPs in; carry on in the next run. */
-			vrdma_qp_continue(qp);
+			if (bh)
+				vrdma_qp_schedule(qp);
+			else
+				vrdma_qp_continue(qp);
 			break;
 		}
 		if (vrdma_qp_is_ud(qp) ?
@@ -722,31 +739,37 @@ static void vrdma_send_wqes(struct vrdma_qp *qp)
 	}
 }
 
-/**
- * vrdma_requester() - send what the SQ holds, within the window
- * @qp: the QP, mutex held
- *
- * Then tells the provider whether the next WQE needs a doorbell.  WQEs
- * fetched and not sent are held back by something (the window,
- * max_rd_atomic, a fence, an RNR wait, SQD) whose end runs the requester
- * again (a response, a timer, modify_qp), and that run reads prod: until
- * then the provider may skip the doorbell (no_doorbell).  Once nothing is
- * held, prod is read again after the flag is cleared, so that a WQE
- * published meanwhile without a doorbell is not left behind: another run
- * takes it.
+/*
+ * Is a run of the requester certain to come without a doorbell, and soon?
+ * It is when enough RC messages are waiting for their ACKs or responses:
+ * each answer runs the requester (the task's run, or the tasklet's,
+ * vrdma_requester_bh()), and if none comes, the retransmission timer does.
+ * A WQE posted now then waits at most for the next answer, which with
+ * VRDMA_QUIET_DEPTH messages in flight is a fraction of a round trip;
+ * with fewer it could be a whole one, and the doorbell is worth its cost.
  */
-void vrdma_requester(struct vrdma_qp *qp)
+static bool vrdma_req_answer_due(struct vrdma_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC &&
+	       qp->req.cur - qp->sq.kidx >= VRDMA_QUIET_DEPTH &&
+	       timer_pending(&qp->retrans_timer);
+}
+
+/*
+ * After a run: tell the provider whether the next WQE needs a doorbell
+ * (see vrdma_requester()).
+ */
+static void vrdma_req_doorbell_state(struct vrdma_qp *qp)
 {
 	struct vrdma_ring *ring = qp->sq.ring;
 
-	vrdma_send_wqes(qp);
 	/*
 	 * The flag is set only in RTS and SQD, which the QP leaves for the
 	 * error states (whose flush cleared it) or RESET (which clears it).
 	 */
 	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD)
 		return;
-	if (qp->req.cur != qp->req.fetch) {
+	if (qp->req.cur != qp->req.fetch || vrdma_req_answer_due(qp)) {
 		if (!READ_ONCE(ring->no_doorbell))
 			WRITE_ONCE(ring->no_doorbell, 1);
 		return;
@@ -754,4 +777,41 @@ void vrdma_requester(struct vrdma_qp *qp)
 	vrdma_sq_want_doorbell(qp);
 	if (READ_ONCE(ring->prod) != qp->req.fetch)
 		vrdma_qp_continue(qp);	/* posted meanwhile, maybe unrung */
+}
+
+/**
+ * vrdma_requester() - send what the SQ holds, within the window
+ * @qp: the QP, mutex held
+ *
+ * Then tells the provider whether the next WQE needs a doorbell.  A run
+ * that reads prod again is certain when WQEs fetched are held back by
+ * something (the window, max_rd_atomic, a fence, an RNR wait, SQD) whose
+ * end runs the requester (a response, a timer, modify_qp), and when many
+ * RC messages await their answers (vrdma_req_answer_due()): until then
+ * the provider may skip the doorbell (no_doorbell).  Otherwise prod is
+ * read again after the flag is cleared, so that a WQE published meanwhile
+ * without a doorbell is not left behind: another run takes it.
+ */
+void vrdma_requester(struct vrdma_qp *qp)
+{
+	vrdma_send_wqes(qp, false);
+	vrdma_req_doorbell_state(qp);
+}
+
+/**
+ * vrdma_requester_bh() - the requester's run after answers, in the softirq
+ * @qp: an RC QP in RTS, engines owned by the QP's tasklet
+ *
+ * The answers just completed may have freed the window for WQEs held back,
+ * and WQEs posted while no_doorbell was set wait for this run.  Sending
+ * them from here saves waking the task, as rxe's completer runs its
+ * requester.  It sends at most VRDMA_BH_BUDGET packets and nothing that
+ * needs process context: the loopback path (local.c) and the local
+ * operations (bind, register, invalidate) are left to the task, which it
+ * queues.
+ */
+void vrdma_requester_bh(struct vrdma_qp *qp)
+{
+	vrdma_send_wqes(qp, true);
+	vrdma_req_doorbell_state(qp);
 }

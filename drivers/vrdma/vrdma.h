@@ -520,6 +520,11 @@ struct vrdma_ah {
 #define VRDMA_BH_READ_BURST	4
 /* Packets the QP's tasklet executes per run. */
 #define VRDMA_BH_BUDGET		16
+/*
+ * RC messages in flight from which a WQE posted waits for the next answer
+ * instead of a doorbell (vrdma_req_answer_due()).
+ */
+#define VRDMA_QUIET_DEPTH	16
 
 /**
  * struct vrdma_req - requester (and completer) state of a QP
@@ -1051,6 +1056,7 @@ int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
  * its mutex
  */
 void vrdma_requester(struct vrdma_qp *qp);
+void vrdma_requester_bh(struct vrdma_qp *qp);
 int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 		      u32 offset, void *buf, u32 length);
 void vrdma_flush_sq(struct vrdma_qp *qp);

@@ -45,6 +45,10 @@
  *   max_rd_atomic       no more READs outstanding than max_rd_atomic; a
  *                       READ posted behind one held back rings no doorbell
  *                       (the SQ ring's no_doorbell)
+ *   answer_due          with QUIET_DEPTH SENDs awaiting their ACKs, WQEs
+ *                       posted ring no doorbell and wait; the next ACK
+ *                       sends them, from the receive softirq; once all
+ *                       are ACKed, a post rings again
  *   psn_wrap_requester  a NAK for PSN 0 of a message that began before the
  *                       wrap resumes at the right offset
  * Both:
@@ -1129,6 +1133,77 @@ TEST_F(wire, max_rd_atomic)
 	}
 	EXPECT_QUIET("all answered");
 	EXPECT_EQ(0, memcmp(self->b.p + 300, data, 100));
+}
+
+/*
+ * vrdma's VRDMA_QUIET_DEPTH: with this many RC messages awaiting answers,
+ * the kernel sets the SQ ring's no_doorbell, and the next answer runs the
+ * requester.
+ */
+#define QUIET_DEPTH	16
+
+/*
+ * QUIET_DEPTH SENDs, each posted after the last was sent, ring a doorbell
+ * each.  Then they are all outstanding: two more ring none and are not
+ * sent (rxe sends them at once; only vrdma's quiet is checked).  The ACK
+ * of the first SEND, completed in the softirq, sends both.  Once the peer
+ * has ACKed everything, a post rings a doorbell again and is sent at once.
+ */
+TEST_F(wire, answer_due)
+{
+	struct peer_opts po = { .sq_psn = 0x500, .rq_psn = 0x100,
+				.timeout = 20 };
+	long long doorbells, resps;
+	struct rx r;
+	int i;
+
+	peer_connect(_metadata, self, &po);
+	doorbells = counter("doorbells");
+	resps = counter("softirq_responses");
+	for (i = 0; i < QUIET_DEPTH; i++) {
+		ASSERT_EQ(0, rc_post_send(&self->q, i, IBV_WR_SEND, &self->b,
+					  i * 100, 100, IBV_SEND_SIGNALED,
+					  0, 0));
+		EXPECT_PKT(&r, OP_SEND_ONLY, po.sq_psn + i, 1000);
+		/* The doorbell's run ends after the packet leaves. */
+		usleep(20 * 1000);
+	}
+	EXPECT_COUNTER(QUIET_DEPTH, "doorbells", doorbells);
+	for (; i < QUIET_DEPTH + 2; i++)
+		ASSERT_EQ(0, rc_post_send(&self->q, i, IBV_WR_SEND, &self->b,
+					  i * 100, 100, IBV_SEND_SIGNALED,
+					  0, 0));
+	EXPECT_COUNTER(QUIET_DEPTH, "doorbells", doorbells);
+	if (!rc_cfg.is_rxe)
+		EXPECT_QUIET("posted with QUIET_DEPTH SENDs outstanding");
+
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = po.sq_psn, .syn = SYN_ACK, .msn = 1,
+	}));
+	expect_send_wc(_metadata, self, 0, IBV_WC_SUCCESS, IBV_WC_SEND);
+	EXPECT_PKT(&r, OP_SEND_ONLY, po.sq_psn + QUIET_DEPTH, 1000);
+	EXPECT_PKT(&r, OP_SEND_ONLY, po.sq_psn + QUIET_DEPTH + 1, 1000);
+	EXPECT_QUIET("after the first ACK");
+	EXPECT_COUNTER(1, "softirq_responses", resps);
+
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = po.sq_psn + QUIET_DEPTH + 1,
+		.syn = SYN_ACK, .msn = QUIET_DEPTH + 2,
+	}));
+	for (i = 1; i < QUIET_DEPTH + 2; i++)
+		expect_send_wc(_metadata, self, i, IBV_WC_SUCCESS,
+			       IBV_WC_SEND);
+	usleep(20 * 1000);
+	ASSERT_EQ(0, rc_post_send(&self->q, i, IBV_WR_SEND, &self->b, 0, 100,
+				  IBV_SEND_SIGNALED, 0, 0));
+	EXPECT_PKT(&r, OP_SEND_ONLY, po.sq_psn + i, 1000);
+	EXPECT_COUNTER(QUIET_DEPTH + 1, "doorbells", doorbells);
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = po.sq_psn + i, .syn = SYN_ACK,
+		.msn = i + 1,
+	}));
+	expect_send_wc(_metadata, self, i, IBV_WC_SUCCESS, IBV_WC_SEND);
+	EXPECT_QUIET("all ACKed");
 }
 
 /* ---- both: the receive softirq ---------------------------------------- */

@@ -55,11 +55,12 @@ struct vrdma_alloc_ucontext_resp {
  *
  * no_doorbell (SQ only, written by the kernel): while it is set, the
  * kernel holds WQEs it may not send yet (the window, max_rd_atomic, a
- * fence, an RNR wait) and is certain to read prod again without being
- * asked, when a response or a timer comes; the provider may then skip the
- * doorbell's system call.  The provider publishes prod, makes a full
- * barrier, then reads the flag; the kernel clears it, makes a full
- * barrier, then reads prod: one of the two sees the other's write.
+ * fence, an RNR wait) or awaits the answers to many requests, and is
+ * certain to read prod again without being asked, when a response or a
+ * timer comes; the provider may then skip the doorbell's system call.
+ * The provider publishes prod, makes a full barrier, then reads the flag;
+ * the kernel clears it, makes a full barrier, then reads prod: one of the
+ * two sees the other's write.
  */
 struct vrdma_ring {
 	__u32 prod;

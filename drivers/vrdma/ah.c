@@ -67,6 +67,7 @@ int vrdma_av_set(struct vrdma_av *av, const struct rdma_ah_attr *attr)
 	av->ttl = grh->hop_limit ? grh->hop_limit : 64;
 	av->flow_label = grh->flow_label;
 	dst_cache_reset(&av->dst_cache);
+	atomic64_set(&av->remote, 0);
 	return 0;
 }
 

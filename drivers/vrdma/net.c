@@ -149,6 +149,50 @@ static struct net_device *vrdma_addr_ndev(struct net *net, bool ipv6,
 	return ipv6_dev_find(net, addr6, NULL);
 }
 
+/*
+ * The generation of what vrdma_addr_ndev() answers from: IP bumps its
+ * count of @net's addresses of a family whenever one is added (for IPv6,
+ * also when one becomes usable after duplicate address detection) or
+ * removed, after the change can be seen.  IPv4 also asks the FIB's local
+ * table, whose changes bump the route generation.  Both only grow.
+ */
+static u32 vrdma_addr_gen(struct net *net, bool ipv6)
+{
+#if IS_ENABLED(CONFIG_IPV6)
+	if (ipv6)
+		return atomic_read(&net->ipv6.dev_addr_genid);
+#endif
+	return atomic_read(&net->ipv4.dev_addr_genid) + rt_genid_ipv4(net);
+}
+
+/* vrdma_av.remote: "remote" and the generation it was learnt at. */
+#define VRDMA_AV_REMOTE		BIT_ULL(32)
+
+/*
+ * The netdev of @net that has @av's destination address, or NULL if it is
+ * not an address of this host: vrdma_addr_ndev() for the path.  Every
+ * packet asks, and the tables cost a hash lookup, with a FIB lookup
+ * besides for IPv4 (__ip_dev_find()).  So the answer "remote" is kept in
+ * the path until @net's addresses change (vrdma_addr_gen(), read before
+ * the lookup: an address added after it changes the generation), as IP's
+ * own caches of source addresses are.  The answer "local" is not kept:
+ * the device that has the address may go.  Context: RCU.
+ */
+static struct net_device *vrdma_av_local_ndev(struct net *net,
+					      struct vrdma_av *av)
+{
+	u64 remote = VRDMA_AV_REMOTE | vrdma_addr_gen(net, av->ipv6);
+	struct net_device *ndev;
+
+	if (atomic64_read(&av->remote) == remote)
+		return NULL;
+	smp_rmb();	/* the generation before the tables */
+	ndev = vrdma_addr_ndev(net, av->ipv6, av->daddr4, &av->daddr6);
+	if (!ndev)
+		atomic64_set(&av->remote, remote);
+	return ndev;
+}
+
 static bool vrdma_ndev_active(struct net_device *ndev)
 {
 	return netif_running(ndev) && netif_carrier_ok(ndev);
@@ -733,8 +777,7 @@ bool vrdma_pkt_local(struct vrdma_dev *vdev, struct vrdma_av *av)
 	bool local;
 
 	rcu_read_lock();
-	local = vrdma_addr_ndev(dev_net(vdev->ndev), av->ipv6, av->daddr4,
-				&av->daddr6);
+	local = vrdma_av_local_ndev(dev_net(vdev->ndev), av);
 	rcu_read_unlock();
 	return local;
 }
@@ -757,8 +800,7 @@ struct vrdma_dev *vrdma_local_dev(struct vrdma_dev *vdev, struct vrdma_av *av)
 	struct vrdma_dev *ldev;
 
 	rcu_read_lock();
-	ldev = vrdma_dev_by_ndev(vrdma_addr_ndev(dev_net(vdev->ndev), av->ipv6,
-						 av->daddr4, &av->daddr6));
+	ldev = vrdma_dev_by_ndev(vrdma_av_local_ndev(dev_net(vdev->ndev), av));
 	rcu_read_unlock();
 	if (ldev && (!vrdma_ndev_active(vdev->ndev) ||
 		     !vrdma_ndev_active(ldev->ndev))) {
@@ -828,7 +870,7 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 	else
 		vrdma_push_ip4(net, skb, av);
 
-	local = vrdma_addr_ndev(net, av->ipv6, av->daddr4, &av->daddr6);
+	local = vrdma_av_local_ndev(net, av);
 	if (local) {
 		struct vrdma_dev *ldev = vrdma_dev_by_ndev(local);
 

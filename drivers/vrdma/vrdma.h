@@ -465,6 +465,8 @@ struct vrdma_rwqe {
  *	the flow label or handle (AH)
  * @dst_cache: the route to the destination, looked up once per CPU and
  *	kept while it stays valid
+ * @remote: that the destination is no address of this host, known since
+ *	the address generation it holds (vrdma_av_local_ndev()); 0: not known
  */
 struct vrdma_av {
 	const struct ib_gid_attr *sgid_attr;
@@ -480,6 +482,7 @@ struct vrdma_av {
 	u32 flow_label;
 	__be16 sport;
 	struct dst_cache dst_cache;
+	atomic64_t remote;
 };
 
 /**

@@ -49,6 +49,10 @@
  *                       posted ring no doorbell and wait; the next ACK
  *                       sends them, from the receive softirq; once all
  *                       are ACKed, a post rings again
+ *   becomes_local       the peer's address, once added to our own netdev,
+ *                       is local: the resend of a SEND is delivered inside
+ *                       the host (to no QP there), and goes to the wire
+ *                       again once the address is gone
  *   psn_wrap_requester  a NAK for PSN 0 of a message that began before the
  *                       wrap resumes at the right offset
  * Both:
@@ -1204,6 +1208,48 @@ TEST_F(wire, answer_due)
 	}));
 	expect_send_wc(_metadata, self, i, IBV_WC_SUCCESS, IBV_WC_SEND);
 	EXPECT_QUIET("all ACKed");
+}
+
+/*
+ * vrdma keeps "this destination is remote" in the QP's path until the
+ * host's addresses change (vrdma_av_local_ndev()).  A SEND goes to the
+ * peer; then the peer's address is added to our netdev too: the next SEND
+ * is delivered inside the host, where no QP has the peer's number, and is
+ * resent there.  Once the address is removed, a resend reaches the peer.
+ */
+TEST_F(wire, becomes_local)
+{
+	struct peer_opts po = { .sq_psn = 0x600, .rq_psn = 0x100,
+				.timeout = 16, .retry_cnt = 7 };
+	long long loop, noqp;
+	struct rx r;
+
+	peer_connect(_metadata, self, &po);
+	ASSERT_EQ(0, rc_post_send(&self->q, 1, IBV_WR_SEND, &self->b, 0, 100,
+				  IBV_SEND_SIGNALED, 0, 0));
+	EXPECT_PKT(&r, OP_SEND_ONLY, po.sq_psn, 1000);
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = po.sq_psn, .syn = SYN_ACK, .msn = 1,
+	}));
+	expect_send_wc(_metadata, self, 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+
+	ASSERT_EQ(0, rc_sh("ip addr add " IP1 "/32 dev " NETDEV0));
+	loop = counter("loopback_pkts");
+	noqp = counter("no_qp");
+	EXPECT_EQ(0, rc_post_send(&self->q, 2, IBV_WR_SEND, &self->b, 0, 100,
+				  IBV_SEND_SIGNALED, 0, 0));
+	/* The first try and resends every 268 ms, all inside the host. */
+	EXPECT_QUIET("the peer's address is ours");
+	if (!rc_cfg.is_rxe) {
+		EXPECT_LE(1, counter("loopback_pkts") - loop);
+		EXPECT_LE(1, counter("no_qp") - noqp);
+	}
+	EXPECT_EQ(0, rc_sh("ip addr del " IP1 "/32 dev " NETDEV0));
+	EXPECT_PKT(&r, OP_SEND_ONLY, po.sq_psn + 1, 2000);
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = po.sq_psn + 1, .syn = SYN_ACK, .msn = 2,
+	}));
+	expect_send_wc(_metadata, self, 2, IBV_WC_SUCCESS, IBV_WC_SEND);
 }
 
 /* ---- both: the receive softirq ---------------------------------------- */

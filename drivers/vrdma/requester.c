@@ -672,7 +672,11 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 				break;
 		}
 		if (vrdma_wqe_local(swqe->wqe)) {
-			/* Binding and registering take non-BH-safe locks. */
+			/*
+			 * Binding, registering and invalidating are written
+			 * for the QP's mutex holder (mw.c, frmr.c, mr.c) and
+			 * rare: the task runs them.
+			 */
 			if (bh) {
 				vrdma_qp_schedule(qp);
 				break;

@@ -92,23 +92,9 @@ host_main()
 	rm -rf "$out"
 	mkdir -p "$out"
 
-	echo "# two VMs (--smp 1 each); output in $out"
-	SECONDS=0
-	# Two TCG VMs on a busy host are each slow and descheduled at times.
-	# A guest may then calibrate its TSC against the PIT while
-	# descheduled ("PIT calibration deviates from HPET") and run its
-	# clock several times too fast until the clocksource watchdog
-	# notices, reporting soft lockups and RCU stalls that never were:
-	# tsc=unstable.  Or it may miss the timer interrupts its boot-time
-	# check waits for and panic ("IO-APIC + timer doesn't work"):
-	# no_timer_check, as usual for virtual machines.
-	(cd "$top" && scripts/vm-run --smp 1 --mem 1G --timeout $((1500 * SLOW)) \
-		--out "$out" --peer-grace 20 --env INTEROP_ROWS \
-		--env INTEROP_A_TYPE --append "tsc=unstable no_timer_check" \
-		--peer-cmd selftests/vrdma/interop.sh selftests/vrdma/interop.sh) 2>&1 |
-		sed -u 's/^/# /'
-	vmrc=${PIPESTATUS[0]}
-	echo "# VMs done in $SECONDS s"
+	vm2_boot "$out" $((1500 * SLOW)) selftests/vrdma/interop.sh \
+		--env INTEROP_ROWS --env INTEROP_A_TYPE
+	vmrc=$?
 
 	# The rows' results, as VM A recorded them.
 	while IFS=$'\t' read -r rc line; do
@@ -223,20 +209,6 @@ ROLE=${VRDMA_VM_ROLE:-}
 # Side a (the primary VM, which records the results) runs vrdma, side b
 # rxe; INTEROP_A_TYPE=rxe runs rxe on both, to validate the test itself.
 TYPE_A=${INTEROP_A_TYPE:-vrdma}
-
-# wait_file SECONDS FILE...: until one of the files exists.
-wait_file()
-{
-	local deadline=$((SECONDS + $1)) f
-	shift
-	while :; do
-		for f in "$@"; do
-			[ -e "$f" ] && return 0
-		done
-		[ "$SECONDS" -lt "$deadline" ] || return 1
-		sleep 0.2
-	done
-}
 
 # gid_index DEV 4|6|ll: the RoCE v2 GID of DEV with our IPv4 or IPv6
 # address, or its IPv6 link-local one.

@@ -134,6 +134,61 @@ wait_until()
 	done
 }
 
+# wait_file SECONDS FILE...: until one of the FILEs exists; 1 if none did
+# in time (they are looked at once more when it is up).
+wait_file()
+{
+	local deadline=$((SECONDS + $1)) f
+	shift
+	while :; do
+		for f in "$@"; do
+			[ -e "$f" ] && return 0
+		done
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep 0.2
+	done
+}
+
+# vm2_boot OUT TIMEOUT SCRIPT [VM-RUN OPTION...]: the VMs of a two-VM test
+# (run on the host): two of one vCPU each on a virtio-net wire, both
+# running SCRIPT (VRDMA_VM_ROLE tells them apart), logs in OUT, their
+# output shown as TAP comments.  Returns vm-run's exit status.
+#
+# Two TCG VMs on a busy host are each slow and descheduled at times.  A
+# guest may then calibrate its TSC against the PIT while descheduled ("PIT
+# calibration deviates from HPET") and run its clock several times too
+# fast until the clocksource watchdog notices, reporting soft lockups and
+# RCU stalls that never were: tsc=unstable.  Or it may miss the timer
+# interrupts its boot-time check waits for and panic ("IO-APIC + timer
+# doesn't work"): no_timer_check, as usual for virtual machines.
+vm2_boot()
+{
+	local out=$1 timeout=$2 script=$3 rc t0=$SECONDS
+
+	shift 3
+	echo "# two VMs (--smp 1 each); output in $out"
+	(cd "$VRDMA_TOP" && scripts/vm-run "$@" --smp 1 --mem 1G \
+		--timeout "$timeout" --out "$out" --peer-grace 20 \
+		--append "tsc=unstable no_timer_check" \
+		--peer-cmd "$script" "$script") 2>&1 | sed -u 's/^/# /'
+	rc=${PIPESTATUS[0]}
+	echo "# VMs done in $((SECONDS - t0)) s"
+	return "$rc"
+}
+
+# vm2_results FILE: the results the primary VM recorded in FILE, lines
+# "STATUS DESCRIPTION", as TAP results of ours; their count in VM2_N.
+vm2_results()
+{
+	local rc line
+
+	VM2_N=0
+	while read -r rc line; do
+		tap_result "$rc" "$line"
+		VM2_N=$((VM2_N + 1))
+	done < <(cat "$1" 2>/dev/null)
+}
+
 finish()
 {
 	echo "1..$_tap_n"

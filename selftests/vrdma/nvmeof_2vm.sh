@@ -47,7 +47,7 @@ WANT=16
 
 host_main()
 {
-	local top out vmrc n=0
+	local top out vmrc
 	local -a vmargs
 
 	top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -58,21 +58,10 @@ host_main()
 	read -r -a vmargs <<<"${NVMEOF_VM_ARGS:-}"
 	rm -rf "$out"
 	mkdir -p "$out"
-	echo "# two VMs (--smp 1 each); output in $out"
-	SECONDS=0
-	# tsc=unstable no_timer_check: see interop.sh.
-	(cd "$top" && scripts/vm-run "${vmargs[@]}" --smp 1 --mem 1G \
-		--timeout $((900 * SLOW)) --out "$out" --peer-grace 20 \
-		--append "tsc=unstable no_timer_check" \
-		--peer-cmd "$SELF" "$SELF") 2>&1 | sed -u 's/^/# /'
-	vmrc=${PIPESTATUS[0]}
-	echo "# VMs done in $SECONDS s"
-	# VM A's TAP lines, renumbered into ours.
-	while read -r rc line; do
-		tap_result "$rc" "$line"
-		n=$((n + 1))
-	done < <(cat "$out/primary/results" 2>/dev/null)
-	check_eq "every check ran in VM A" "$WANT" "$n"
+	vm2_boot "$out" $((900 * SLOW)) "$SELF" "${vmargs[@]}"
+	vmrc=$?
+	vm2_results "$out/primary/results"
+	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
 	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
 	finish
 }
@@ -80,20 +69,6 @@ host_main()
 # ------------------------------------------------------------------ VM ----
 
 # Both: the vrdma device, and what either side may use.
-
-# wait_file SECONDS FILE...: until one of the FILEs exists.
-wait_file()
-{
-	local deadline=$((SECONDS + $1)) f
-	shift
-	while [ "$SECONDS" -lt "$deadline" ]; do
-		for f in "$@"; do
-			[ -e "$f" ] && return 0
-		done
-		sleep 0.2
-	done
-	return 1
-}
 
 # rdma_res: how many QPs, CQs, MRs and PDs the device has (ib_core's own
 # for its MAD agents included, idle CQs of its CQ pool not).

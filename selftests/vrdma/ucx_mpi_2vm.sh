@@ -58,7 +58,7 @@ ITERS=${UCX_MPI_ITERS:-20}
 
 host_main()
 {
-	local top out vmrc n=0 want=3
+	local top out vmrc want=3
 	local -a vmargs
 
 	top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -67,45 +67,20 @@ host_main()
 	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
 	rm -rf "$out"
 	mkdir -p "$out"
-	echo "# two VMs (--smp 1 each); output in $out"
-	SECONDS=0
 	read -r -a vmargs <<<"${UCX_MPI_VM_ARGS:-}"
-	# tsc=unstable no_timer_check: see interop.sh.
-	(cd "$top" && scripts/vm-run "${vmargs[@]}" --smp 1 --mem 1G \
-		--timeout $((1200 * SLOW)) \
-		--out "$out" --peer-grace 20 --append "tsc=unstable no_timer_check" \
-		--peer-cmd "$SELF" "$SELF") 2>&1 | sed -u 's/^/# /'
-	vmrc=${PIPESTATUS[0]}
-	echo "# VMs done in $SECONDS s"
-	# VM A's TAP lines, renumbered into ours.
-	while read -r rc line; do
-		tap_result "$rc" "$line"
-		n=$((n + 1))
-	done < <(cat "$out/primary/results" 2>/dev/null)
+	vm2_boot "$out" $((1200 * SLOW)) "$SELF" "${vmargs[@]}"
+	vmrc=$?
+	vm2_results "$out/primary/results"
 	# The VMs see this machine's root: the same tools.
 	if command -v mpirun >/dev/null && [ -x "$SELF_DIR/build/mpi_xfer" ]; then
 		want=6
 	fi
-	check_eq "every check ran in VM A" "$want" "$n"
+	check_eq "every check ran in VM A" "$want" "$VM2_N"
 	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
 	finish
 }
 
 # ------------------------------------------------------------------ VM ----
-
-# wait_file SECONDS FILE...: until one of the FILEs exists.
-wait_file()
-{
-	local deadline=$((SECONDS + $1)) f
-	shift
-	while [ "$SECONDS" -lt "$deadline" ]; do
-		for f in "$@"; do
-			[ -e "$f" ] && return 0
-		done
-		sleep 0.2
-	done
-	return 1
-}
 
 # VM B: run every job A hands over, each in the background, until A is done.
 serve()

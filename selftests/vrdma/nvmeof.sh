@@ -28,6 +28,7 @@
 # output in out/nvmeof) and runs itself there.
 VRDMA_OWN_VM=1500
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/nvme_lib.sh"
 
 TYPE=${VRDMA_TEST_TYPE:-vrdma}
 SLOW=${VRDMA_TEST_SLOW:-1}
@@ -88,37 +89,6 @@ dev_up()
 link_up()
 {
 	ip link set "$NETDEV" up && wait_until 20 port_active "$DEV"
-}
-
-# target_up: subsystem NQN, namespace 1 on /dev/nullb0, rdma port 1.
-target_up()
-{
-	local s=$CFG/subsystems/$NQN p=$CFG/ports/1
-
-	mkdir "$s" && echo 1 >"$s/attr_allow_any_host" &&
-		mkdir "$s/namespaces/1" &&
-		echo /dev/nullb0 >"$s/namespaces/1/device_path" &&
-		echo 1 >"$s/namespaces/1/enable" &&
-		mkdir "$p" && echo rdma >"$p/addr_trtype" &&
-		echo ipv4 >"$p/addr_adrfam" && echo "$IP" >"$p/addr_traddr" &&
-		echo "$PORTNO" >"$p/addr_trsvcid" &&
-		ln -s "$s" "$p/subsystems/$NQN"
-}
-
-# ns_dev: the block device of our subsystem's namespace ("" if none).
-ns_dev()
-{
-	local b
-
-	for b in /sys/block/nvme*n*; do
-		[ -e "$b" ] || continue
-		# A multipath path device (nvmeXcYnZ) is not the one to use.
-		case ${b##*/} in nvme*c*n*) continue ;; esac
-		if [ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$NQN" ]; then
-			echo "/dev/${b##*/}"
-			return
-		fi
-	done
 }
 
 have_ns_dev()
@@ -245,7 +215,7 @@ check "null_blk: a memory-backed disk" \
 res0=$(rdma_res)
 echo "# resources of $DEV before: $res0"
 check "nvmet: subsystem, namespace on /dev/nullb0, rdma port $IP:$PORTNO" \
-	target_up
+	target_up "$IP"
 check "nvme connect -t rdma -a $IP -s $PORTNO" connect
 devname=$(ns_dev)
 check_match "the namespace's block device appears" '^/dev/nvme' "$devname"
@@ -327,7 +297,7 @@ check "$DEV recreated, port active, IPv4 GID" dev_up
 res0=$(rdma_res)
 # nvmet's port lost its listener with the old device; its repair does not
 # always bring it back: the port is set up anew.
-target_again() { target_down && target_up; }
+target_again() { target_down && target_up "$IP"; }
 check "the target set up again" target_again
 check "nvme connect to the new device" connect
 if ! have_ns_dev; then

@@ -31,6 +31,7 @@ if [ "${1:-}" = --job ]; then
 else
 	. "$(dirname "$0")/lib.sh"
 fi
+. "$(dirname "$0")/nvme_lib.sh"
 
 IP_A=10.79.0.1 IP_B=10.79.0.2
 DEV=vrdma0
@@ -86,22 +87,6 @@ rdma_res()
 hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
 
 # VM B: the NVMe host.
-
-# ns_dev: the block device of our subsystem's namespace ("" if none).
-ns_dev()
-{
-	local b
-
-	for b in /sys/block/nvme*n*; do
-		[ -e "$b" ] || continue
-		# A multipath path device (nvmeXcYnZ) is not the one to use.
-		case ${b##*/} in nvme*c*n*) continue ;; esac
-		if [ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$NQN" ]; then
-			echo "/dev/${b##*/}"
-			return
-		fi
-	done
-}
 
 have_ns_dev() { [ -n "$(ns_dev)" ] && [ -b "$(ns_dev)" ]; }
 no_ns_dev() { [ -z "$(ns_dev)" ]; }
@@ -217,21 +202,6 @@ rcheck()
 	result "$rc" "$desc"
 }
 
-# target_up: subsystem NQN, namespace 1 on /dev/nullb0, rdma port 1.
-target_up()
-{
-	local s=$CFG/subsystems/$NQN p=$CFG/ports/1
-
-	mkdir "$s" && echo 1 >"$s/attr_allow_any_host" &&
-		mkdir "$s/namespaces/1" &&
-		echo /dev/nullb0 >"$s/namespaces/1/device_path" &&
-		echo 1 >"$s/namespaces/1/enable" &&
-		mkdir "$p" && echo rdma >"$p/addr_trtype" &&
-		echo ipv4 >"$p/addr_adrfam" && echo "$IP_A" >"$p/addr_traddr" &&
-		echo "$PORTNO" >"$p/addr_trsvcid" &&
-		ln -s "$s" "$p/subsystems/$NQN"
-}
-
 # target_down: the configfs target, children before parents.
 target_down()
 {
@@ -287,7 +257,7 @@ vm_main()
 	modprobe -a nvmet nvmet-rdma &&
 		modprobe null_blk nr_devices=1 gb=1 memory_backed=1
 	result $? "A: modules nvmet, nvmet-rdma, null_blk (a memory-backed disk)"
-	target_up
+	target_up "$IP_A"
 	result $? "A: nvmet subsystem, namespace on /dev/nullb0, rdma port $IP_A:$PORTNO"
 
 	out=$(remote connect)

@@ -219,13 +219,14 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 			vrdma_responder_reads(qp, VRDMA_BH_READ_BURST);
 		}
 	}
+	more = qp->resp.read_active || qp->state != state ||
+	       !skb_queue_empty(&qp->rx);
 	/*
 	 * Answers run the requester: they may have opened the window, and
 	 * WQEs posted without a doorbell wait for them (vrdma_requester()).
+	 * Only RC QPs in RTS get answers here (vrdma_bh_may_run()); when the
+	 * task is queued anyway, its run ends with the requester.
 	 */
-	more = qp->resp.read_active || qp->state != state ||
-	       !skb_queue_empty(&qp->rx);
-	/* Only RC QPs in RTS get answers here (vrdma_bh_may_run()). */
 	if (answered && !more)
 		vrdma_requester_bh(qp);
 	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);

@@ -86,6 +86,15 @@ pingpong()
 	rm -f "$slog"
 }
 
+# netns_mode MODE: rdma system set netns MODE.  The kernel refuses to
+# switch while any namespace but the initial one exists, and "ip netns del"
+# only starts a namespace's teardown (cleanup_net runs later, on a
+# workqueue), so EBUSY is retried for a while; the last error is printed.
+netns_mode()
+{
+	wait_until 30 rdma system set netns "$1" || rdma system set netns "$1"
+}
+
 # gone: no vrdma device and no parent device left.
 gone()
 {
@@ -94,7 +103,7 @@ gone()
 }
 
 # Shared mode.
-check "rdma system netns shared" rdma system set netns shared
+check "rdma system netns shared" netns_mode shared
 check "namespaces and veth" setup
 check "rdma link add inside $A" \
 	ip netns exec $A rdma link add vrdma0 type vrdma netdev va
@@ -111,7 +120,7 @@ check "shared: ip netns del $A $B" sh -c "ip netns del $A && ip netns del $B"
 check "shared: both devices gone with their veth" wait_until 30 gone
 
 # Exclusive mode.
-check "rdma system set netns exclusive" rdma system set netns exclusive
+check "rdma system set netns exclusive" netns_mode exclusive
 check "namespaces and veth" setup
 check "rdma link add inside $A" \
 	ip netns exec $A rdma link add vrdma0 type vrdma netdev va
@@ -128,7 +137,7 @@ check_match "exclusive: $A: rdma link shows vrdma0 on va" "vrdma0/1 .*netdev va"
 pingpong "exclusive: ibv_rc_pingpong --chk $B -> $A"
 check "exclusive: ip netns del $A $B" sh -c "ip netns del $A && ip netns del $B"
 check "exclusive: both devices gone" wait_until 30 gone
-check "rdma system set netns shared" rdma system set netns shared
+check "rdma system set netns shared" netns_mode shared
 
 check "the module unloads" vrdma_unload
 finish

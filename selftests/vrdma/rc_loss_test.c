@@ -21,6 +21,10 @@
  *   total_loss         nothing arrives: the oldest WR fails with
  *                      IBV_WC_RETRY_EXC_ERR after timeout x (retry_cnt + 1),
  *                      the QP is in error, the rest is flushed in order
+ *   bursts             a clean wire with a delay: bursts of WRITEs whose
+ *                      doorbells are skipped (no_doorbell), each followed
+ *                      by one WRITE posted while the last ACK is being
+ *                      completed on the other CPU: it must be sent
  *   link_flap          the link goes down mid-stream and comes back within
  *                      the retry budget: the stream completes byte-exact
  *   link_down          the link stays down longer than the retry budget:
@@ -39,6 +43,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -771,6 +776,118 @@ TEST_F_TIMEOUT(loss, total_loss, 120)
 	ASSERT_EQ(1, rc_poll(e->p.a.scq, &wc, 1, RC_TIMEOUT_MS));
 	EXPECT_EQ(9, wc.wr_id);
 	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+}
+
+/* ---- the doorbell skipped: a clean wire ---------------------------------- */
+
+/*
+ * With @on, A's side of the wire receives on CPU 0 (RPS), and this process
+ * runs on CPU 1: the ACKs are then completed, and the SQ read again, on
+ * one CPU while the posts go on on the other.  Off: back to any CPU.  A
+ * VM of one CPU keeps everything on it, which still tests the path.
+ */
+static void steer_acks(struct __test_metadata *_metadata, int on)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+
+	if (cpus < 2)
+		return;
+	CPU_ZERO(&set);
+	if (on)
+		CPU_SET(1, &set);
+	else
+		while (cpus--)
+			CPU_SET(cpus, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+	ASSERT_EQ(0, rc_shf("echo %d > /sys/class/net/" NETDEV0
+			    "/queues/rx-0/rps_cpus", on));
+}
+
+#define BURST_MIN	8
+#define BURST_MAX	24
+#define BURST_ROUNDS	150	/* per burst size */
+#define BURST_LEN	64
+
+/*
+ * @n WRITEs of B's buffer from A's, as fast as they post, then their @n
+ * completions, spinning, in order; *@next is the wr_id of the first.
+ */
+static void write_burst(struct __test_metadata *_metadata, struct rc_env *e,
+			int n, uint64_t *next)
+{
+	double deadline;
+	struct ibv_wc wc[BURST_MAX];
+	int i, got, r;
+
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, rc_post_send(&e->p.a, *next + i,
+					  IBV_WR_RDMA_WRITE, &e->ba,
+					  i * BURST_LEN, BURST_LEN, 0,
+					  (uintptr_t)e->bb.p + i * BURST_LEN,
+					  e->bb.mr->rkey));
+	deadline = rc_now_ms() + RC_TIMEOUT_MS * rc_cfg.slow;
+	for (got = 0; got < n && rc_now_ms() < deadline; got += r) {
+		r = rc_poll_cq(e->p.a.scq, n - got, wc + got);
+		ASSERT_LE(0, r);
+	}
+	ASSERT_EQ(n, got) {
+		TH_LOG("%d WRITEs from wr_id %llu: %d completions", n,
+		       (unsigned long long)*next, got);
+	}
+	for (i = 0; i < n; i++)
+		rc_wc_check(_metadata, &wc[i], &(struct rc_wc_exp){
+			.wr_id = *next + i, .status = IBV_WC_SUCCESS,
+			.opcode = IBV_WC_RDMA_WRITE,
+			.qp_num = e->p.a.qp->qp_num,
+		}, "WRITE");
+	*next += n;
+}
+
+/*
+ * vrdma's provider skips the doorbell while the kernel says it will read
+ * the SQ again by itself (the SQ ring's no_doorbell: WQEs held back, or
+ * VRDMA_QUIET_DEPTH, 16, RC messages awaiting answers).  The ACK that
+ * completes the last of them ends that: the run that completes it clears
+ * the word, then reads the SQ's producer index once more.  A WQE posted
+ * just then, its doorbell skipped, is sent by that read, and by nothing
+ * else: no message is left in flight to run the requester again.
+ *
+ * Each round: a burst of 8 to 24 WRITEs (crossing the threshold), all in
+ * flight before the first ACK is back (netem's delay); the moment the
+ * last completion is seen, one more WRITE, the probe, and its completion.
+ * The ACKs are completed on the other CPU (steer_acks()), so the probe is
+ * posted while that run goes on.  A probe left behind never completes, and
+ * the deadline fails the test.
+ */
+TEST_F_TIMEOUT(loss, bursts, 300)
+{
+	struct rc_opts o = { .max_send_wr = BURST_MAX, .send_cqe = BURST_MAX,
+			     .sq_sig_all = 1 };
+	long long doorbells = rc_hw_counter(DEV0, "doorbells");
+	struct rc_env *e = &self->e;
+	uint64_t next = 0;
+	int burst, round;
+
+	env_create(_metadata, self, e, &o, 0x100, 0x200,
+		   BURST_MAX * BURST_LEN, BURST_MAX * BURST_LEN);
+	rc_fill(e->ba.p, e->ba.size, 9400, 0);
+	rc_fill(e->bb.p, e->bb.size, 9401, 0);
+	ASSERT_EQ(0, netem("delay 1ms"));
+	steer_acks(_metadata, 1);
+	for (burst = BURST_MIN; burst <= BURST_MAX; burst++)
+		for (round = 0; round < BURST_ROUNDS; round++) {
+			write_burst(_metadata, e, burst, &next);
+			write_burst(_metadata, e, 1, &next);
+		}
+	steer_acks(_metadata, 0);
+	EXPECT_SAME_BYTES(e->bb.p, e->ba.p, e->bb.size, "B's buffer");
+	/* Some doorbells were skipped, or this tested nothing. */
+	ASSERT_LE(0, doorbells);
+	doorbells = rc_hw_counter(DEV0, "doorbells") - doorbells;
+	TH_LOG("%llu WRITEs, %lld doorbells", (unsigned long long)next,
+	       doorbells);
+	EXPECT_GT((long long)next, doorbells);
 }
 
 /* ---- the link goes down ------------------------------------------------- */

@@ -783,7 +783,7 @@ TEST_F_TIMEOUT(loss, total_loss, 120)
 /*
  * With @on, A's side of the wire receives on CPU 0 (RPS), and this process
  * runs on CPU 1: the ACKs are then completed, and the SQ read again, on
- * one CPU while the posts go on on the other.  Off: back to any CPU.  A
+ * one CPU while the test posts on the other.  Off: back to any CPU.  A
  * VM of one CPU keeps everything on it, which still tests the path.
  */
 static void steer_acks(struct __test_metadata *_metadata, int on)

@@ -183,16 +183,18 @@ static bool vrdma_bh_may_run(struct vrdma_qp *qp, struct sk_buff *skb)
  * first VRDMA_BH_READ_BURST response packets here.  Being a tasklet, it
  * runs after the receive softirq has delivered its whole batch of
  * packets, so the answers to a batch leave together.  After answers it
- * runs the requester too, which sends a few packets and leaves the rest
- * to the task.  Whatever else is left (a packet of another kind and all
- * behind it, the rest of a long READ, the error state's flushing) is the
- * task's, queued as for any event; its run ends with the requester's.
+ * runs the requester too.  A run executes and sends VRDMA_BH_BUDGET
+ * packets at most and schedules itself again for more of either, so a
+ * batch larger than that wakes no task.  Whatever else is left (a packet
+ * of another kind and all behind it, the rest of a long READ, the error
+ * state's flushing) is the task's, queued as for any event; its run ends
+ * with the requester's.
  */
 static void vrdma_qp_bh(struct tasklet_struct *t)
 {
 	struct vrdma_qp *qp = from_tasklet(qp, t, bh);
 	int budget = VRDMA_BH_BUDGET;
-	bool answered = false, more;
+	bool answered = false, again, more;
 	enum ib_qp_state state;
 	struct sk_buff *skb;
 
@@ -219,19 +221,30 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 			vrdma_responder_reads(qp, VRDMA_BH_READ_BURST);
 		}
 	}
+	/*
+	 * Stopped by the budget, the run leaves the rest to its next one:
+	 * the softirq takes turns with other work, and ksoftirqd takes over
+	 * if it keeps coming.  Stopped by a packet it may not run, it leaves
+	 * it to the task.
+	 */
+	again = budget < 0 && !skb_queue_empty(&qp->rx);
 	more = qp->resp.read_active || qp->state != state ||
-	       !skb_queue_empty(&qp->rx);
+	       (!again && !skb_queue_empty(&qp->rx));
 	/*
 	 * Answers run the requester: they may have opened the window, and
 	 * WQEs posted without a doorbell wait for them (vrdma_requester()).
 	 * Only RC QPs in RTS get answers here (vrdma_bh_may_run()); when the
 	 * task is queued anyway, its run ends with the requester.
 	 */
-	if (answered && !more)
+	if ((answered || qp->req.bh_more) && !more) {
 		vrdma_requester_bh(qp);
+		again |= qp->req.bh_more;
+	}
 	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
 	if (more)
 		vrdma_qp_schedule(qp);
+	else if (again && !READ_ONCE(qp->destroyed))
+		tasklet_schedule(&qp->bh);
 }
 
 /*
@@ -1062,7 +1075,10 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_irq(&vdev->qp_xa, ibqp->qp_num);
 	vrdma_qp_put(qp);
 	wait_for_completion(&qp->done);
-	/* Scheduled only by packets, which held references. */
+	/*
+	 * Scheduled only by packets, which held references, and by itself,
+	 * which it no longer does once the QP is marked destroyed.
+	 */
 	tasklet_kill(&qp->bh);
 
 	/*

@@ -635,6 +635,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 	 */
 	int budget = bh ? VRDMA_BH_BUDGET : VRDMA_WINDOW;
 
+	qp->req.bh_more = false;
 	if (qp->state == IB_QPS_ERR || qp->state == IB_QPS_SQE) {
 		vrdma_flush_sq(qp);
 		return;
@@ -699,9 +700,12 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 			continue;
 		}
 		if ((!acked || bh) && !budget--) {
-			/* Let other QPs in; carry on in the next run. */
+			/*
+			 * Let other QPs in; carry on in the next run, the
+			 * tasklet's own when it is the tasklet's.
+			 */
 			if (bh)
-				vrdma_qp_schedule(qp);
+				qp->req.bh_more = true;
 			else
 				vrdma_qp_continue(qp);
 			break;
@@ -809,10 +813,10 @@ void vrdma_requester(struct vrdma_qp *qp)
  * The answers just completed may have freed the window for WQEs held back,
  * and WQEs posted while no_doorbell was set wait for this run.  Sending
  * them from here saves waking the task, as rxe's completer runs its
- * requester.  It sends at most VRDMA_BH_BUDGET packets and nothing that
- * needs process context: the loopback path (local.c) and the local
- * operations (bind, register, invalidate) are left to the task, which it
- * queues.
+ * requester.  It sends at most VRDMA_BH_BUDGET packets, leaving the rest
+ * to the tasklet's next run (req.bh_more), and nothing that needs process
+ * context: the loopback path (local.c) and the local operations (bind,
+ * register, invalidate) are left to the task, which it queues.
  */
 void vrdma_requester_bh(struct vrdma_qp *qp)
 {

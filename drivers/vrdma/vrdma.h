@@ -521,7 +521,10 @@ struct vrdma_ah {
 #define VRDMA_READ_BURST	64
 /* ... and the QP's tasklet for a READ it answers (vrdma_qp_bh()). */
 #define VRDMA_BH_READ_BURST	4
-/* Packets the QP's tasklet executes per run. */
+/*
+ * Packets the QP's tasklet executes, and sends, per run; it schedules
+ * itself again for the rest.
+ */
 #define VRDMA_BH_BUDGET		16
 /*
  * RC messages in flight from which a WQE posted waits for the next answer
@@ -549,6 +552,8 @@ struct vrdma_ah {
  * @rewind_psn: where it went back to
  * @probe: the retransmission timer sent the requester back: only the oldest
  *	request goes out, asking for an ACK, until something is acknowledged
+ * @bh_more: the tasklet's requester run stopped at its budget with packets
+ *	left to send; the tasklet's next run goes on (vrdma_qp_bh())
  *
  * SQ indices between sq.kidx (oldest not completed) and @cur have all their
  * packets sent; @cur up to @fetch are copied and checked but not (fully)
@@ -569,6 +574,7 @@ struct vrdma_req {
 	bool rewound;
 	u32 rewind_psn;
 	bool probe;
+	bool bh_more;
 };
 
 /* What a responder resource holds (struct vrdma_rd_atomic.type). */

@@ -60,6 +60,9 @@
  *                       runs are executed in the receive softirq (counted:
  *                       softirq_reads, softirq_responses); a READ longer
  *                       than the softirq's burst is finished in order
+ *   softirq_batch       40 READ requests, then 40 ACKs, arriving in one
+ *                       burst are all executed in the softirq, more than
+ *                       one tasklet run's budget, and answered in order
  *
  * VRDMA_TEST_TYPE=rxe runs the same against rdma_rxe, to check the test;
  * vrdma's counters are not checked then.  Runs as root in the test VM;
@@ -322,6 +325,7 @@ FIXTURE(wire) {
 	struct rc_buf b;	/* 64 KiB, every access */
 	uint32_t sq_psn, rq_psn;
 	long long icrc_errors;
+	bool slotted;	/* the fake peer's sends go out in bursts */
 };
 
 FIXTURE_SETUP(wire)
@@ -339,6 +343,8 @@ FIXTURE_TEARDOWN(wire)
 {
 	/* The fake peer's packets must all have passed the ICRC check. */
 	EXPECT_EQ(self->icrc_errors, counter("icrc_errors"));
+	if (self->slotted)
+		rc_sh("tc -n " NS " qdisc del dev " NETDEV1 " root");
 	rc_buf_free(&self->b);
 	rc_qp_destroy(&self->q);
 	rc_dev_close(&self->d);
@@ -1320,6 +1326,73 @@ TEST_F(wire, softirq)
 		       counter("softirq_responses") - resps);
 	}
 	EXPECT_GE(4, counter("softirq_responses") - resps);
+}
+
+/*
+ * A burst larger than the tasklet's budget (VRDMA_BH_BUDGET, 16) stays in
+ * the softirq: the tasklet runs again for the rest instead of waking the
+ * task.  netem's slots hold the fake peer's packets and release them
+ * together, so they reach vrdma in one receive softirq.  First 40 READ
+ * requests, then 40 ACKs for 40 SENDs posted with one doorbell.
+ */
+#define BURST	40
+TEST_F(wire, softirq_batch)
+{
+	struct peer_opts po = { .sq_psn = 0x400, .rq_psn = 0x500,
+				.timeout = 20 };
+	long long reads = counter("softirq_reads");
+	long long resps = counter("softirq_responses");
+	struct ibv_send_wr wr[BURST], *bad;
+	struct ibv_sge sge[BURST];
+	uint8_t *mem;
+	struct rx r;
+	int n;
+
+	peer_connect(_metadata, self, &po);
+	mem = self->b.p + 8192;
+	for (n = 0; n < 64 + BURST; n++)
+		mem[n] = n * 3 + 1;
+	ASSERT_EQ(0, rc_sh("tc -n " NS " qdisc replace dev " NETDEV1
+			   " root netem slot 100ms 100ms packets 64"));
+	self->slotted = true;
+	usleep(20 * 1000);
+
+	for (n = 0; n < BURST; n++)
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_READ_REQ, .psn = po.rq_psn + n, .ackreq = 1,
+			.va = (uintptr_t)mem + n, .rkey = self->b.mr->rkey,
+			.dmalen = 64,
+		}));
+	for (n = 0; n < BURST; n++)
+		expect_read_responses(_metadata, po.rq_psn + n, mem + n, 64,
+				      n + 1, 0);
+	EXPECT_QUIET("after the READs");
+
+	for (n = 0; n < BURST; n++) {
+		sge[n] = (struct ibv_sge){ .addr = (uintptr_t)self->b.p,
+					   .length = 100,
+					   .lkey = self->b.mr->lkey };
+		wr[n] = (struct ibv_send_wr){
+			.wr_id = n, .next = n + 1 < BURST ? &wr[n + 1] : NULL,
+			.sg_list = &sge[n], .num_sge = 1,
+			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+		};
+	}
+	ASSERT_EQ(0, ibv_post_send(self->q.qp, wr, &bad));
+	for (n = 0; n < BURST; n++)
+		EXPECT_PKT(&r, OP_SEND_ONLY, po.sq_psn + n, 1000);
+	for (n = 0; n < BURST; n++)
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_ACK, .psn = po.sq_psn + n, .syn = SYN_ACK,
+			.msn = n + 1,
+		}));
+	for (n = 0; n < BURST; n++)
+		expect_send_wc(_metadata, self, n, IBV_WC_SUCCESS,
+			       IBV_WC_SEND);
+	EXPECT_QUIET("after the ACKs");
+
+	EXPECT_COUNTER(BURST, "softirq_reads", reads);
+	EXPECT_COUNTER(BURST, "softirq_responses", resps);
 }
 
 /* ---- setup, in the parent before the tests fork ------------------------ */

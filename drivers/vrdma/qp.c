@@ -233,10 +233,12 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 	/*
 	 * Answers run the requester: they may have opened the window, and
 	 * WQEs posted without a doorbell wait for them (vrdma_requester()).
-	 * Only RC QPs in RTS get answers here (vrdma_bh_may_run()); when the
-	 * task is queued anyway, its run ends with the requester.
+	 * Only RC QPs in RTS get answers here (vrdma_bh_may_run()), and a
+	 * run it left over is for RTS too; when the task is queued anyway,
+	 * its run ends with the requester.
 	 */
-	if ((answered || qp->req.bh_more) && !more) {
+	if ((answered || qp->req.bh_more) && !more &&
+	    qp->state == IB_QPS_RTS) {
 		vrdma_requester_bh(qp);
 		again |= qp->req.bh_more;
 	}

@@ -194,7 +194,7 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 {
 	struct vrdma_qp *qp = from_tasklet(qp, t, bh);
 	int budget = VRDMA_BH_BUDGET;
-	bool answered = false, again, more;
+	bool answered = false, again, left, more;
 	enum ib_qp_state state;
 	struct sk_buff *skb;
 
@@ -227,9 +227,10 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 	 * if it keeps coming.  Stopped by a packet it may not run, it leaves
 	 * it to the task.
 	 */
-	again = budget < 0 && !skb_queue_empty(&qp->rx);
+	left = !skb_queue_empty(&qp->rx);
+	again = left && budget < 0;
 	more = qp->resp.read_active || qp->state != state ||
-	       (!again && !skb_queue_empty(&qp->rx));
+	       (left && budget >= 0);
 	/*
 	 * Answers run the requester: they may have opened the window, and
 	 * WQEs posted without a doorbell wait for them (vrdma_requester()).

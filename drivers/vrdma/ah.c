@@ -23,6 +23,39 @@
 /* Handles are small numbers; 0 is never one, so a zeroed WQE names none. */
 #define VRDMA_AH_HANDLE_MAX	0xffffff
 
+/*
+ * The handle table's lock is irq-safe: AHs are created and destroyed in
+ * any context (ib_cm holds a spinlock with interrupts off), and looked up
+ * by UD sends, which may run in the receive softirq.
+ */
+static int vrdma_ah_alloc_handle(struct vrdma_dev *vdev, u32 *handle,
+				 gfp_t gfp)
+{
+	unsigned long flags;
+	int ret;
+
+	/* A sleeping allocation drops the lock, which needs irqs on. */
+	if (gfpflags_allow_blocking(gfp))
+		return xa_alloc_cyclic_irq(&vdev->ah_xa, handle, NULL,
+					   XA_LIMIT(1, VRDMA_AH_HANDLE_MAX),
+					   &vdev->ah_next, gfp);
+	xa_lock_irqsave(&vdev->ah_xa, flags);
+	ret = __xa_alloc_cyclic(&vdev->ah_xa, handle, NULL,
+				XA_LIMIT(1, VRDMA_AH_HANDLE_MAX),
+				&vdev->ah_next, gfp);
+	xa_unlock_irqrestore(&vdev->ah_xa, flags);
+	return ret;
+}
+
+static void vrdma_ah_erase(struct vrdma_dev *vdev, u32 handle)
+{
+	unsigned long flags;
+
+	xa_lock_irqsave(&vdev->ah_xa, flags);
+	__xa_erase(&vdev->ah_xa, handle);
+	xa_unlock_irqrestore(&vdev->ah_xa, flags);
+}
+
 /**
  * vrdma_av_set() - fill a path from an address vector
  * @av: the path; a source GID it held before is released
@@ -93,6 +126,7 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	gfp_t gfp = (init->flags & RDMA_CREATE_AH_SLEEPABLE) ? GFP_KERNEL :
 								GFP_ATOMIC;
 	struct vrdma_ah_dest *dest;
+	unsigned long flags;
 	u32 handle, fl;
 	int ret;
 
@@ -122,9 +156,7 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	 * Cyclic: a handle is not reused soon, so a WQE still naming a
 	 * destroyed AH most likely fails instead of reaching another one.
 	 */
-	ret = xa_alloc_cyclic(&vdev->ah_xa, &handle, NULL,
-			      XA_LIMIT(1, VRDMA_AH_HANDLE_MAX), &vdev->ah_next,
-			      gfp);
+	ret = vrdma_ah_alloc_handle(vdev, &handle, gfp);
 	if (ret < 0)
 		goto err_av;
 	ah->handle = handle;
@@ -143,11 +175,13 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 			goto err_xa;
 	}
 	/* Visible to senders only when complete; the slot is allocated. */
-	xa_store(&vdev->ah_xa, handle, dest, gfp);
+	xa_lock_irqsave(&vdev->ah_xa, flags);
+	__xa_store(&vdev->ah_xa, handle, dest, gfp);
+	xa_unlock_irqrestore(&vdev->ah_xa, flags);
 	return 0;
 
 err_xa:
-	xa_erase(&vdev->ah_xa, handle);
+	vrdma_ah_erase(vdev, handle);
 err_av:
 	if (dest->av.sgid_attr)
 		rdma_put_gid_attr(dest->av.sgid_attr);
@@ -178,7 +212,7 @@ int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
 	struct vrdma_dev *vdev = to_vdev(ibah->device);
 	struct vrdma_ah *ah = to_vah(ibah);
 
-	xa_erase(&vdev->ah_xa, ah->handle);
+	vrdma_ah_erase(vdev, ah->handle);
 	vrdma_ah_put(ah->dest);
 	atomic_dec(&vdev->num_ah);
 	return 0;
@@ -194,7 +228,7 @@ int vrdma_destroy_ah(struct ib_ah *ibah, u32 flags)
  * destroy_ah's erase also takes: a destination found here is not freed
  * before vrdma_ah_put(), even if its AH is destroyed meanwhile.
  *
- * Context: process (the QP's task).
+ * Context: any.
  * Return: the AH's destination with a reference, or NULL if no AH of @pd
  * has @handle.
  */
@@ -202,14 +236,15 @@ struct vrdma_ah_dest *vrdma_ah_get(struct vrdma_dev *vdev, u32 handle,
 				   struct vrdma_pd *pd)
 {
 	struct vrdma_ah_dest *dest;
+	unsigned long flags;
 
-	xa_lock(&vdev->ah_xa);
+	xa_lock_irqsave(&vdev->ah_xa, flags);
 	dest = xa_load(&vdev->ah_xa, handle);
 	if (dest && dest->pd == pd)
 		refcount_inc(&dest->refs);
 	else
 		dest = NULL;
-	xa_unlock(&vdev->ah_xa);
+	xa_unlock_irqrestore(&vdev->ah_xa, flags);
 	return dest;
 }
 

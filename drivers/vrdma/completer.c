@@ -43,9 +43,36 @@ static void vrdma_progress(struct vrdma_qp *qp)
 }
 
 /*
+ * An answer acknowledged requests that the requester went back to send
+ * again (a late ACK after a timeout, which a responder sends for the
+ * duplicate of a request it executed): it resumes after them, at the
+ * first PSN not acknowledged, instead of sending what arrived already.
+ */
+static void vrdma_skip_acked(struct vrdma_qp *qp)
+{
+	struct vrdma_swqe *swqe;
+
+	if (vrdma_psn_diff(qp->req.una, qp->req.psn) <= 0)
+		return;
+	/* The WQEs it had gone back to may all be complete now. */
+	if ((s32)(qp->req.cur - qp->sq.kidx) < 0) {
+		qp->req.cur = qp->sq.kidx;
+		qp->req.offset = 0;
+	}
+	swqe = &qp->swqe[qp->req.cur & qp->sq.mask];
+	if (qp->req.cur != qp->req.fetch && swqe->state != VRDMA_SWQE_NEW &&
+	    !vrdma_wqe_rd_atomic(swqe->wqe))
+		qp->req.offset = vrdma_psn_diff(qp->req.una, swqe->first_psn) *
+				 qp->mtu;
+	qp->req.psn = qp->req.una;
+}
+
+/*
  * Complete, in order, the SENDs and WRITEs acknowledged by @psn, and move
- * the oldest unacknowledged PSN past it.  Completion stops at an RDMA READ
- * or ATOMIC, which only its responses complete.  If @psn is at or beyond
+ * the oldest unacknowledged PSN past it.  After a rewind that includes
+ * WQEs the requester is sending again (vrdma_skip_acked()); a WQE never
+ * sent whole has no last PSN yet, and is not complete.  Completion stops
+ * at an RDMA READ or ATOMIC, which only its responses complete.  If @psn is at or beyond
  * the first response of that READ (or ATOMIC) still missing, that response
  * was lost (the responder answers requests in order): an "implied NAK"
  * (IBA 9.7.5.1.5).  The unacknowledged PSN then stays at the missing
@@ -59,9 +86,13 @@ static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 	u32 una = vrdma_psn_add(psn, 1);
 	bool implied = false;
 
-	while (qp->sq.kidx != qp->req.cur && qp->state != IB_QPS_ERR) {
+	while (qp->sq.kidx != qp->req.fetch && qp->state != IB_QPS_ERR) {
 		struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
 
+		/* A failed WQE completes, with its error, in the requester. */
+		if (swqe->state != VRDMA_SWQE_SENT ||
+		    swqe->status != IB_WC_SUCCESS)
+			break;
 		if (vrdma_wqe_rd_atomic(swqe->wqe)) {
 			u32 expect = vrdma_read_expect(qp, swqe);
 
@@ -77,6 +108,7 @@ static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 	}
 	if (vrdma_psn_diff(una, qp->req.una) > 0) {
 		qp->req.una = una;
+		vrdma_skip_acked(qp);
 		vrdma_progress(qp);
 	}
 	if (implied)
@@ -273,11 +305,12 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_retry(qp, qp->req.una, false);
 		return;
 	}
-	if (qp->sq.kidx == qp->req.cur || qp->state == IB_QPS_ERR)
+	if (qp->sq.kidx == qp->req.fetch || qp->state == IB_QPS_ERR)
 		return;		/* nothing sent is waiting: a stale response */
 	swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
 	wqe = swqe->wqe;
-	if (wqe->opcode != IB_UVERBS_WR_RDMA_READ)
+	if (wqe->opcode != IB_UVERBS_WR_RDMA_READ ||
+	    swqe->state != VRDMA_SWQE_SENT)
 		return;
 
 	if (pkt->psn != vrdma_read_expect(qp, swqe)) {
@@ -289,10 +322,12 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 	 * A response stream starts with FIRST (or ONLY) where the READ was
 	 * last requested.  After a resend, responses of the earlier stream
 	 * may still arrive: at the expected PSN they carry the same bytes,
-	 * so a MIDDLE or LAST there is as good.
+	 * so a MIDDLE or LAST there is as good.  No response is longer than
+	 * the path MTU.
 	 */
 	resid = swqe->length - swqe->read_done;
-	if (((pkt->mask & VRDMA_OPF_FIRST) &&
+	if (pkt->paylen > qp->mtu ||
+	    ((pkt->mask & VRDMA_OPF_FIRST) &&
 	     swqe->read_done != swqe->read_start) ||
 	    (!swqe->read_done && !(pkt->mask & VRDMA_OPF_FIRST)) ||
 	    ((pkt->mask & VRDMA_OPF_LAST) ? pkt->paylen != resid :
@@ -346,7 +381,7 @@ static void vrdma_atomic_ack(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_retry(qp, qp->req.una, false);
 		return;
 	}
-	if (qp->sq.kidx == qp->req.cur || qp->state == IB_QPS_ERR)
+	if (qp->sq.kidx == qp->req.fetch || qp->state == IB_QPS_ERR)
 		return;		/* a stale answer */
 	swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
 	if (!vrdma_wqe_atomic(swqe->wqe) || swqe->first_psn != pkt->psn ||
@@ -376,18 +411,22 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 
-	/* Only RC QPs are answered. */
-	if ((qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) ||
-	    qp->ibqp.qp_type != IB_QPT_RC || !(pkt->mask & VRDMA_OPF_RC)) {
+	/* Only RC QPs are answered: anything else is forged, or garbage. */
+	if (qp->ibqp.qp_type != IB_QPT_RC || !(pkt->mask & VRDMA_OPF_RC)) {
+		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
+		kfree_skb(skb);
+		return;
+	}
+	if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_SQD) {
 		kfree_skb(skb);
 		return;
 	}
 	/*
-	 * Only PSNs sent and not yet acknowledged can be answered; after a
-	 * go-back-N, answers to packets sent before it are stale too.
+	 * Only PSNs sent and not yet acknowledged can be answered: up to the
+	 * highest ever sent, which after a go-back-N is beyond req.psn.
 	 */
 	if (vrdma_psn_diff(pkt->psn, qp->req.una) < -1 ||
-	    vrdma_psn_diff(pkt->psn, qp->req.psn) >= 0) {
+	    vrdma_psn_diff(pkt->psn, qp->req.max_psn) >= 0) {
 		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
 		kfree_skb(skb);
 		return;

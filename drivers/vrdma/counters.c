@@ -31,6 +31,8 @@ static const enum vrdma_counter vrdma_drop_counters[] = {
 	VRDMA_CNT_QKEY_ERR,
 	VRDMA_CNT_NO_RECV_WQE,
 	VRDMA_CNT_ATOMIC_REPLAY_MISS,
+	VRDMA_CNT_READ_REPLAY_MISS,
+	VRDMA_CNT_WRONG_NETDEV,
 };
 
 static const struct rdma_stat_desc vrdma_counter_descs[] = {
@@ -54,6 +56,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_BAD_WQE].name	= "bad_wqes",
 	[VRDMA_CNT_ATOMIC_REPLAYED].name = "atomic_replayed",
 	[VRDMA_CNT_ATOMIC_REPLAY_MISS].name = "atomic_replay_missed",
+	[VRDMA_CNT_READ_REPLAY_MISS].name = "read_replay_missed",
 	[VRDMA_CNT_QKEY_ERR].name	= "qkey_errors",
 	[VRDMA_CNT_NO_RECV_WQE].name	= "no_recv_wqe",
 	[VRDMA_CNT_DROPPED_MSGS].name	= "dropped_msgs",
@@ -70,7 +73,9 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_MCAST_RCVD].name	= "mcast_rcvd_pkts",
 	[VRDMA_CNT_SOFTIRQ_RESP].name	= "softirq_responses",
 	[VRDMA_CNT_SOFTIRQ_READ].name	= "softirq_reads",
+	[VRDMA_CNT_SOFTIRQ_READ_RESP].name = "softirq_read_responses",
 	[VRDMA_CNT_DOORBELLS].name	= "doorbells",
+	[VRDMA_CNT_WRONG_NETDEV].name	= "wrong_netdev",
 	[VRDMA_CNT_RCVD_DROPPED].name	= "rcvd_dropped",
 };
 

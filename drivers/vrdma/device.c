@@ -15,6 +15,7 @@
  */
 /* The QP table's lock: see vrdma_dev_add(). */
 static struct lock_class_key vrdma_qp_xa_key;
+static struct lock_class_key vrdma_ah_xa_key;
 
 /*
  * max_mr is 65536: too many for a test to fill quickly.  A device takes
@@ -209,7 +210,9 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	 */
 	xa_init_flags(&vdev->qp_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ);
 	lockdep_set_class(&vdev->qp_xa.xa_lock, &vrdma_qp_xa_key);
-	xa_init_flags(&vdev->ah_xa, XA_FLAGS_ALLOC1);
+	/* Irq-safe too (ah.c), and so a class of its own. */
+	xa_init_flags(&vdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+	lockdep_set_class(&vdev->ah_xa.xa_lock, &vrdma_ah_xa_key);
 	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
 	vdev->mr_key_byte = kvzalloc(VRDMA_MAX_MR + 1, GFP_KERNEL);
 	ret = vrdma_mw_dev_init(vdev);

@@ -238,6 +238,7 @@ static void vrdma_local_sent(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 	swqe->last_psn = vrdma_psn_add(qp->req.psn, npsn - 1);
 	swqe->state = VRDMA_SWQE_SENT;
 	qp->req.psn = vrdma_psn_add(qp->req.psn, npsn);
+	vrdma_req_psn_sent(qp);
 	qp->req.cur++;
 }
 

@@ -18,9 +18,10 @@
  * arrive through the IP stack's UDP socket (net.c), which accepts
  * multicast only for groups the netdev has joined: so while a group exists
  * its netdev is a member at the IP level (IGMP, MLD) and its multicast MAC
- * is in the netdev's filter, as a RoCE NIC programs its own.  The IP stack
- * also loops a multicast packet back to its sender's netdev, so the QPs of
- * the sending device in the group get it too, as on real hardware.
+ * is in the netdev's filter, as a RoCE NIC programs its own.  The QPs of
+ * the sending device in the group get a copy too, as on real hardware,
+ * delivered inside the driver (net.c): a copy that IP loops back could as
+ * well come from any local socket, and is not accepted.
  *
  * Limits (query_device): max_mcast_grp groups per device,
  * max_mcast_qp_attach QPs per group, max_total_mcast_qp_attach attachments
@@ -386,6 +387,24 @@ void vrdma_mcast_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 malformed:
 	vrdma_count(vdev, VRDMA_CNT_MALFORMED);
 	kfree_skb(skb);
+}
+
+/**
+ * vrdma_mcast_member() - whether @vdev has QPs in the group @mgid
+ * @vdev: the device
+ * @mgid: the group's MGID
+ *
+ * Context: any but hard interrupt.
+ */
+bool vrdma_mcast_member(struct vrdma_dev *vdev, const union ib_gid *mgid)
+{
+	struct vrdma_mcast *mc = vdev->mcast;
+	bool member;
+
+	spin_lock_bh(&mc->lock);
+	member = vrdma_mcg_find(mc, mgid);
+	spin_unlock_bh(&mc->lock);
+	return member;
 }
 
 /**

@@ -12,9 +12,11 @@
  *
  * Receiving: each namespace that has vrdma devices has a UDP socket on port
  * 4791 (one for IPv4, one for IPv6) in tunnel mode, so the IP stack hands
- * us RoCEv2 packets in softirq context.  vrdma_rcv() checks everything a
- * packet claims before believing it, then queues it on its QP; the QP's
- * task does the rest in process context.
+ * us RoCEv2 packets in softirq context.  Only packets that came in on a
+ * device's bound netdev are its own (vrdma_rcv_dev()): a local process's
+ * UDP socket reaches no QP.  vrdma_rcv() checks everything a packet claims
+ * before believing it, then queues it on its QP; the QP's task does the
+ * rest in process context.
  *
  * The sockets exist only while a device in the namespace does, so loading
  * the module takes no port, and rdma_rxe (which binds port 4791 in the
@@ -347,31 +349,52 @@ drop:
 }
 
 /*
- * The UDP tunnel's receive hook: softirq, under RCU, skb->data at the UDP
- * header, the UDP checksum (if any) verified.  The packet is for the device
- * that has its destination address (an address is a GID of exactly one
- * device), or, for multicast and broadcast, for the device of the netdev
- * it came in on.  A packet for no device has no counter to be counted in.
+ * The device a packet that UDP handed us is for, referenced, or NULL.  Only
+ * a packet that came in on the bound netdev (or a VLAN on it) from outside
+ * is: one that a socket of this host sent, even to the device's own
+ * address, arrives by "lo" or, looped back by IP (multicast, broadcast), as
+ * PACKET_LOOPBACK, and must not reach a QP.  The device's own multicast
+ * copies are delivered inside the driver (vrdma_mcast_loop()).  Such a
+ * packet is counted, in wrong_netdev, on the device of the netdev it was
+ * looped back by, or else on the one whose address it names.
+ * Context: RCU.
  */
-static int vrdma_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
+static struct vrdma_dev *vrdma_rcv_dev(struct sock *sk, struct sk_buff *skb)
 {
 	struct net_device *ndev;
 	struct vrdma_dev *vdev;
 
-	if (ip_hdr(skb)->version == 4)
-		ndev = vrdma_addr_ndev(sock_net(sk), false, ip_hdr(skb)->daddr,
-				       NULL);
-	else
-		ndev = vrdma_addr_ndev(sock_net(sk), true, 0,
-				       &ipv6_hdr(skb)->daddr);
-	vdev = vrdma_dev_by_ndev(ndev);
-	if (!vdev)
-		vdev = vrdma_dev_by_ndev(skb->dev);
+	vdev = vrdma_dev_by_ndev(skb->dev);
+	if (vdev && skb->pkt_type != PACKET_LOOPBACK)
+		return vdev;
+	if (!vdev) {
+		if (ip_hdr(skb)->version == 4)
+			ndev = vrdma_addr_ndev(sock_net(sk), false,
+					       ip_hdr(skb)->daddr, NULL);
+		else
+			ndev = vrdma_addr_ndev(sock_net(sk), true, 0,
+					       &ipv6_hdr(skb)->daddr);
+		vdev = vrdma_dev_by_ndev(ndev);
+	}
+	if (vdev) {
+		vrdma_count(vdev, VRDMA_CNT_WRONG_NETDEV);
+		ib_device_put(&vdev->ibdev);
+	}
+	return NULL;
+}
+
+/*
+ * The UDP tunnel's receive hook: softirq, under RCU, skb->data at the UDP
+ * header, the UDP checksum (if any) verified.
+ */
+static int vrdma_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	struct vrdma_dev *vdev = vrdma_rcv_dev(sk, skb);
+
 	if (!vdev) {
 		kfree_skb(skb);
 		return 0;
 	}
-
 	vrdma_rcv(vdev, skb, false);
 	ib_device_put(&vdev->ibdev);
 	return 0;	/* consumed */
@@ -692,19 +715,24 @@ static int vrdma_route6(struct net *net, struct sk_buff *skb,
 	return 0;
 }
 
-/* Give a routed packet to the IP stack.  Consumes @skb. */
-static int vrdma_ip_out(struct net *net, struct sk_buff *skb, bool ipv6)
+/*
+ * Give a routed packet to the IP stack.  @sk, when not NULL, is the tunnel
+ * socket, whose only use here is that IP does not loop multicast back to
+ * us (vrdma_mcast_loop()).  Consumes @skb.
+ */
+static int vrdma_ip_out(struct net *net, struct sock *sk, struct sk_buff *skb,
+			bool ipv6)
 {
 	int err;
 
 	/* skb->cb held vrdma_pkt; IP keeps its own control block there. */
 	if (!ipv6) {
 		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
-		err = ip_local_out(net, NULL, skb);
+		err = ip_local_out(net, sk, skb);
 #if IS_ENABLED(CONFIG_IPV6)
 	} else {
 		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
-		err = ip6_local_out(net, NULL, skb);
+		err = ip6_local_out(net, sk, skb);
 #else
 	} else {
 		kfree_skb(skb);
@@ -759,6 +787,46 @@ static int vrdma_deliver_local(struct vrdma_dev *vdev, struct vrdma_dev *ldev,
 	vrdma_rcv(ldev, skb, true);
 	ib_device_put(&ldev->ibdev);
 	return 0;
+}
+
+/*
+ * A multicast packet reaches the sending device's own QPs in its group as
+ * on real hardware; receiving accepts no packet that IP looped back
+ * (vrdma_rcv_dev()), so the copy for them is delivered here, and IP is told
+ * not to loop the original (the tunnel sockets have IP_MULTICAST_LOOP off).
+ * @skb is at its IP header, ICRC appended; it is not consumed.
+ */
+static void vrdma_mcast_loop(struct vrdma_dev *vdev, struct vrdma_av *av,
+			     struct sk_buff *skb)
+{
+	struct sk_buff *copy;
+
+	if (!vrdma_mcast_member(vdev, &av->dgid))
+		return;
+	copy = skb_copy(skb, GFP_ATOMIC);
+	if (!copy) {
+		vrdma_count(vdev, VRDMA_CNT_TX_ERR);
+		return;
+	}
+	vrdma_count(vdev, VRDMA_CNT_LOOPBACK_PKTS);
+	copy->dev = vdev->ndev;
+	copy->pkt_type = PACKET_MULTICAST;
+	__skb_pull(copy, skb_transport_offset(copy));
+	vrdma_rcv(vdev, copy, true);
+}
+
+static bool vrdma_av_mcast(const struct vrdma_av *av)
+{
+	return av->ipv6 ? ipv6_addr_is_multicast(&av->daddr6) :
+			  ipv4_is_multicast(av->daddr4);
+}
+
+/* The tunnel socket of @vdev's namespace for the IP version of @ipv6. */
+static struct sock *vrdma_tunnel_sk(struct vrdma_dev *vdev, bool ipv6)
+{
+	struct socket *sock = ipv6 ? vdev->net->sk6 : vdev->net->sk4;
+
+	return sock ? sock->sk : NULL;
 }
 
 /**
@@ -844,6 +912,7 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 	unsigned int headroom, len;
 	struct net_device *local;
+	struct sock *sk;
 	struct net *net;
 	int err;
 
@@ -896,7 +965,12 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 	if (err)
 		goto free;
 	len = skb->len;
-	err = vrdma_ip_out(net, skb, av->ipv6);
+	sk = NULL;
+	if (vrdma_av_mcast(av)) {
+		vrdma_mcast_loop(vdev, av, skb);
+		sk = vrdma_tunnel_sk(vdev, av->ipv6);
+	}
+	err = vrdma_ip_out(net, sk, skb, av->ipv6);
 	if (!err) {
 		vrdma_count(vdev, VRDMA_CNT_SENT_PKTS);
 		vrdma_count_add(vdev, VRDMA_CNT_SENT_BYTES, len);
@@ -936,6 +1010,13 @@ static int vrdma_udp_sock(struct net *net, struct vrdma_net *vn, bool ipv6,
 	err = udp_sock_create(net, &udp_cfg, sockp);
 	if (err)
 		return err;
+	/* Our multicast is looped inside the driver (vrdma_mcast_loop()). */
+	lock_sock((*sockp)->sk);
+	if (ipv6)
+		inet6_sk((*sockp)->sk)->mc_loop = 0;
+	else
+		inet_sk((*sockp)->sk)->mc_loop = 0;
+	release_sock((*sockp)->sk);
 	setup_udp_tunnel_sock(net, *sockp, &tnl_cfg);
 	return 0;
 }

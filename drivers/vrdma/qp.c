@@ -163,7 +163,13 @@ static bool vrdma_bh_pkt(struct sk_buff *skb)
 /* May the softirq execute this packet now?  It owns the engines. */
 static bool vrdma_bh_may_run(struct vrdma_qp *qp, struct sk_buff *skb)
 {
-	if (qp->destroyed || !vrdma_bh_pkt(skb))
+	/*
+	 * Only RC has answers and READs, and so an engine that runs here: a
+	 * response to a QP of another type (a forged one: nothing asked for
+	 * it) goes to the task, which drops it, and runs no requester here.
+	 */
+	if (qp->destroyed || !vrdma_bh_pkt(skb) ||
+	    qp->ibqp.qp_type != IB_QPT_RC)
 		return false;
 	if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP)
 		return qp->state == IB_QPS_RTS;
@@ -172,40 +178,64 @@ static bool vrdma_bh_may_run(struct vrdma_qp *qp, struct sk_buff *skb)
 	 * rest of a long READ being answered goes first, from the task.
 	 */
 	return (qp->state == IB_QPS_RTS || qp->state == IB_QPS_RTR) &&
-	       qp->ibqp.qp_type == IB_QPT_RC && !qp->resp.read_active;
+	       !qp->resp.read_active;
+}
+
+/* The READ being answered is the tasklet's to finish (vrdma_qp_bh()). */
+static bool vrdma_bh_reading(struct vrdma_qp *qp)
+{
+	return qp->resp.read_active && qp->resp.read_bh;
 }
 
 /*
  * The QP's softirq run, a tasklet (as rxe's): it executes the responses
  * and READ requests at the head of @rx at once, if nobody runs the QP.
  * Neither needs anything that sleeps (MR pages are pinned, the CQ and the
- * window table take BH-safe locks), and both are short: a READ gets its
- * first VRDMA_BH_READ_BURST response packets here.  Being a tasklet, it
- * runs after the receive softirq has delivered its whole batch of
+ * window table take BH-safe locks), and both are short.  Being a tasklet,
+ * it runs after the receive softirq has delivered its whole batch of
  * packets, so the answers to a batch leave together.  After answers it
  * runs the requester too.  A run executes and sends VRDMA_BH_BUDGET
  * packets at most and schedules itself again for more of either, so a
- * batch larger than that wakes no task.  Whatever else is left (a packet
- * of another kind and all behind it, the rest of a long READ, the error
- * state's flushing) is the task's, queued as for any event; its run ends
- * with the requester's.
+ * batch larger than that wakes no task.
+ *
+ * A READ it starts answering it answers to the end, VRDMA_BH_READ_BURST
+ * responses in the run that executes the request and VRDMA_BH_BUDGET in
+ * each run after, scheduling itself again on its CPU meanwhile, also
+ * while another holds the QP: the responses of one READ then leave from
+ * one CPU, in order (two CPUs' receive backlogs deliver in no order
+ * between them, veth's among them).  The task answers none of them, and
+ * the requests behind them wait (vrdma_responder_waits()).  Whatever else
+ * is left (a packet of another kind and all behind it, the error state's
+ * flushing) is the task's, queued as for any event; its run ends with the
+ * requester's.
  */
 static void vrdma_qp_bh(struct tasklet_struct *t)
 {
 	struct vrdma_qp *qp = from_tasklet(qp, t, bh);
 	int budget = VRDMA_BH_BUDGET;
-	bool answered = false, again, left, more;
+	bool answered = false, again, left, more, reading;
 	enum ib_qp_state state;
 	struct sk_buff *skb;
 
 	if (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner)) {
-		/* A holder that is draining takes the packets in itself. */
-		if (!READ_ONCE(qp->draining))
+		/*
+		 * The READ it answers goes on here once the holder lets go
+		 * (briefly: it answers no request meanwhile).  Else a holder
+		 * that is draining takes the packets in itself.
+		 */
+		if (READ_ONCE(qp->resp.read_bh)) {
+			if (!READ_ONCE(qp->destroyed))
+				tasklet_schedule(&qp->bh);
+		} else if (!READ_ONCE(qp->draining)) {
 			vrdma_qp_schedule(qp);
+		}
 		return;
 	}
 	state = qp->state;
-	while (budget-- && (skb = skb_dequeue(&qp->rx))) {
+	if (vrdma_bh_reading(qp))
+		vrdma_responder_reads(qp, VRDMA_BH_BUDGET);
+	while (!vrdma_bh_reading(qp) && budget-- &&
+	       (skb = skb_dequeue(&qp->rx))) {
 		if (!vrdma_bh_may_run(qp, skb)) {
 			/* Back to the head: only the owner dequeues. */
 			skb_queue_head(&qp->rx, skb);
@@ -218,19 +248,24 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 		} else {
 			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_READ);
 			vrdma_responder(qp, skb);
+			WRITE_ONCE(qp->resp.read_bh, true);
 			vrdma_responder_reads(qp, VRDMA_BH_READ_BURST);
 		}
 	}
 	/*
-	 * Stopped by the budget, the run leaves the rest to its next one:
-	 * the softirq takes turns with other work, and ksoftirqd takes over
-	 * if it keeps coming.  Stopped by a packet it may not run, it leaves
-	 * it to the task.
+	 * Stopped by the budget or a READ still to answer, the run leaves
+	 * the rest to its next one: the softirq takes turns with other work,
+	 * and ksoftirqd takes over if it keeps coming.  Stopped by a packet
+	 * it may not run, it leaves it to the task.
 	 */
+	reading = vrdma_bh_reading(qp);
+	if (!reading && qp->resp.read_bh) {
+		WRITE_ONCE(qp->resp.read_bh, false);
+		smp_mb();	/* pairs with vrdma_qp_rcv() */
+	}
 	left = !skb_queue_empty(&qp->rx);
-	again = left && budget < 0;
-	more = qp->resp.read_active || qp->state != state ||
-	       (left && budget >= 0);
+	again = reading || (left && budget < 0);
+	more = qp->state != state || (!reading && left && budget >= 0);
 	/*
 	 * Answers run the requester: they may have opened the window, and
 	 * WQEs posted without a doorbell wait for them (vrdma_requester()).
@@ -246,7 +281,7 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
 	if (more)
 		vrdma_qp_schedule(qp);
-	else if (again && !READ_ONCE(qp->destroyed))
+	if ((reading || (again && !more)) && !READ_ONCE(qp->destroyed))
 		tasklet_schedule(&qp->bh);
 }
 
@@ -284,9 +319,14 @@ void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 	/* Once queued, the skb may be gone: the task can run elsewhere. */
 	if (vrdma_qp_queue_rx(qp, skb))
 		return;
-	if (bh)
+	/*
+	 * While the tasklet answers a READ it is scheduled on its own CPU
+	 * and sees this packet (the barrier of vrdma_qp_queue_rx() pairs
+	 * with its own): scheduled here, it would go on on this CPU.
+	 */
+	if (bh && !READ_ONCE(qp->resp.read_bh))
 		tasklet_schedule(&qp->bh);
-	else
+	else if (!bh)
 		vrdma_qp_schedule(qp);
 }
 
@@ -469,12 +509,20 @@ static bool vrdma_qp_run(struct vrdma_qp *qp)
 			kfree_skb(skb);
 			continue;
 		}
-		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP)
+		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) {
 			vrdma_completer(qp, skb);
-		else
+		} else if (vrdma_responder_waits(qp, skb)) {
+			/* Back to the head: after the READ's responses. */
+			skb_queue_head(&qp->rx, skb);
+			break;
+		} else {
 			vrdma_responder(qp, skb);
+			WRITE_ONCE(qp->resp.read_bh, false);
+		}
 	}
-	again = vrdma_responder_reads(qp, VRDMA_READ_BURST);
+	/* A READ the tasklet answers it finishes; its queue waits for it. */
+	again = !vrdma_bh_reading(qp) &&
+		vrdma_responder_reads(qp, VRDMA_READ_BURST);
 	vrdma_requester(qp);
 	if (qp->state == IB_QPS_ERR)
 		vrdma_flush_rq(qp);
@@ -502,7 +550,7 @@ static void vrdma_qp_after_run(struct vrdma_qp *qp, bool again)
 {
 	if (again)
 		vrdma_qp_continue(qp);
-	else if (!skb_queue_empty(&qp->rx))
+	else if (!skb_queue_empty(&qp->rx) && !READ_ONCE(qp->resp.read_bh))
 		vrdma_qp_schedule(qp);
 }
 
@@ -900,6 +948,7 @@ static void vrdma_qp_store_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
 	if (mask & IB_QP_SQ_PSN) {
 		a->sq_psn = attr->sq_psn & VRDMA_MAX_QPN;
 		qp->req.psn = a->sq_psn;
+		qp->req.max_psn = a->sq_psn;
 		qp->req.una = a->sq_psn;
 	}
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)

@@ -507,6 +507,7 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		qp->req.rd_atomic++;
 	}
 	qp->req.psn = vrdma_psn_add(psn, npsn);
+	vrdma_req_psn_sent(qp);
 	if (!timer_pending(&qp->retrans_timer))
 		vrdma_retrans_arm(qp);
 	qp->req.offset += paylen;
@@ -533,7 +534,7 @@ void vrdma_retrans_arm(struct vrdma_qp *qp)
 {
 	u8 t = qp->attr.timeout;
 
-	if (qp->req.una == qp->req.psn || qp->req.rnr_wait || !t ||
+	if (!vrdma_req_outstanding(qp) || qp->req.rnr_wait || !t ||
 	    qp->state == IB_QPS_ERR) {
 		del_timer(&qp->retrans_timer);
 		return;
@@ -551,7 +552,7 @@ static void vrdma_timed_out(struct vrdma_qp *qp)
 {
 	qp->req.timed_out = false;
 	/* Acknowledged meanwhile, or progress re-armed the timer since. */
-	if (qp->req.una == qp->req.psn || qp->req.rnr_wait ||
+	if (!vrdma_req_outstanding(qp) || qp->req.rnr_wait ||
 	    timer_pending(&qp->retrans_timer))
 		return;
 	vrdma_count(qp->vdev, VRDMA_CNT_TIMEOUTS);

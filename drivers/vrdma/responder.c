@@ -25,9 +25,11 @@
  * that also puts this QP in error.
  *
  * Responder resources: the last max_dest_rd_atomic READs and ATOMICs are
- * remembered, so that a duplicate ATOMIC -- the requester resends it
- * because the answer was lost -- is answered again from there and never
- * executed twice.
+ * remembered, so that a duplicate -- the requester resends it because the
+ * answer was lost -- is answered from there: an ATOMIC is never executed
+ * twice, and a READ is answered again only within what the original asked
+ * for and was granted.  A "duplicate" that matches no resource executes
+ * nothing.
  *
  * A UC responder runs the same checks and executes SENDs and WRITEs the
  * same way, but answers nothing: a message it cannot take (a packet lost
@@ -204,6 +206,24 @@ static struct vrdma_rd_atomic *vrdma_res_find_atomic(struct vrdma_qp *qp,
 		if (resp->res[i].type == VRDMA_RES_ATOMIC &&
 		    resp->res[i].psn == psn)
 			return &resp->res[i];
+	return NULL;
+}
+
+/* The READ that response PSN @psn belongs to, if it is still remembered. */
+static struct vrdma_rd_atomic *vrdma_res_find_read(struct vrdma_qp *qp,
+						   u32 psn)
+{
+	struct vrdma_resp *resp = &qp->resp;
+	u32 i;
+
+	for (i = 0; i < resp->res_num; i++) {
+		struct vrdma_rd_atomic *res = &resp->res[i];
+
+		if (res->type == VRDMA_RES_READ &&
+		    vrdma_psn_diff(psn, res->psn) >= 0 &&
+		    vrdma_psn_diff(psn, res->last_psn) <= 0)
+			return res;
+	}
 	return NULL;
 }
 
@@ -541,19 +561,6 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 }
 
 /*
- * Answers go out in request order: the rest of the READ being answered
- * leaves before anything that follows it.  True if that failed (no memory;
- * counted): the caller drops its packet and the requester asks again.
- */
-static bool vrdma_reads_first(struct vrdma_qp *qp)
-{
-	if (!qp->resp.read_active || !vrdma_responder_reads(qp, INT_MAX))
-		return false;
-	vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
-	return true;
-}
-
-/*
  * A duplicate ATOMIC: its answer was lost.  Answer it again from the
  * replay cache; executing it again would apply it twice.  One no longer
  * there is older than anything a requester keeping to max_rd_atomic can
@@ -563,8 +570,6 @@ static void vrdma_duplicate_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_rd_atomic *res;
 
-	if (vrdma_reads_first(qp))
-		return;
 	res = vrdma_res_find_atomic(qp, vrdma_pkt(skb)->psn);
 	if (!res) {
 		vrdma_count(qp->vdev, VRDMA_CNT_ATOMIC_REPLAY_MISS);
@@ -652,6 +657,8 @@ bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
 		vrdma_bth_init(skb, qp->attr.dest_qp_num, resp->read_psn,
 			       false, false);
 		vrdma_pkt_send(qp->vdev, &qp->av, skb);
+		if (in_serving_softirq())
+			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_READ_RESP);
 
 		resp->read_first = false;
 		resp->read_va += paylen;
@@ -675,6 +682,68 @@ static bool vrdma_read_after_current(struct vrdma_qp *qp, u32 psn)
 	return vrdma_psn_diff(psn, vrdma_psn_add(resp->read_psn, left)) >= 0;
 }
 
+/**
+ * vrdma_responder_waits() - whether a request must wait for the READ being
+ *	answered
+ * @qp: the QP, engines owned
+ * @skb: a request packet for it
+ *
+ * Requests are executed in order, and the responses of a READ leave before
+ * the answer to anything after it: a NAK or ACK overtaking them would tell
+ * the requester they were lost.  So while a READ is being answered, in
+ * bursts (vrdma_responder_reads()), the requests that arrive wait in the
+ * QP's queue; a READ of 2 GiB is answered without holding the QP for all
+ * of it.  Only a duplicate READ asking again for that READ (or one before
+ * it) does not wait: it replaces it.
+ */
+bool vrdma_responder_waits(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+
+	if (!qp->resp.read_active)
+		return false;
+	return pkt->opcode != IB_OPCODE_RC_RDMA_READ_REQUEST ||
+	       vrdma_psn_diff(pkt->psn, qp->resp.psn) >= 0 ||
+	       vrdma_read_after_current(qp, pkt->psn);
+}
+
+/*
+ * A duplicate READ: the requester lost responses and asks again, from the
+ * first one missing (IBA 9.7.5.1.4).  It is answered from the responder
+ * resource of the original READ: only PSNs of that READ, only a part of its
+ * range, only with its rkey, which is checked again for every response as
+ * for the original.  Anything else -- a READ no resource remembers, another
+ * key, address or length, a forgery -- executes nothing and is dropped
+ * (counted).  It replaces the READ being answered, if any: the requester
+ * wants these responses, not the rest of those.
+ */
+static void vrdma_duplicate_read(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
+	struct vrdma_resp *resp = &qp->resp;
+	u64 va = be64_to_cpu(reth->va);
+	u32 len = be32_to_cpu(reth->len);
+	struct vrdma_rd_atomic *res;
+	u32 last;
+
+	res = vrdma_res_find_read(qp, pkt->psn);
+	last = vrdma_psn_add(pkt->psn, max(1U, DIV_ROUND_UP(len, qp->mtu)) - 1);
+	if (!res || !(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ) ||
+	    be32_to_cpu(reth->rkey) != res->rkey || len > res->len ||
+	    va < res->va || va - res->va > res->len - len ||
+	    vrdma_psn_diff(last, res->last_psn) > 0) {
+		vrdma_count(qp->vdev, VRDMA_CNT_READ_REPLAY_MISS);
+		return;
+	}
+	resp->read_va = va;
+	resp->read_rkey = res->rkey;
+	resp->read_resid = len;
+	resp->read_psn = pkt->psn;
+	resp->read_first = true;
+	resp->read_active = true;
+}
+
 /*
  * A request with a PSN before the expected one was executed already: its
  * ACK was lost or is late, or the requester went back further than needed.
@@ -693,19 +762,7 @@ static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
 		return;
 	}
 	if (pkt->mask & VRDMA_OPF_READ) {
-		/*
-		 * The requester lost responses and asks again from the first
-		 * missing one.  A READ after the one being answered (the
-		 * go-back-N resend of several READs) waits until that one is
-		 * answered to the end; one at or before it replaces it.
-		 */
-		if (vrdma_read_after_current(qp, pkt->psn) &&
-		    vrdma_responder_reads(qp, INT_MAX)) {
-			vrdma_count(qp->vdev, VRDMA_CNT_TX_ERR);
-			return;
-		}
-		qp->resp.read_active = false;
-		vrdma_exec_read(qp, skb);
+		vrdma_duplicate_read(qp, skb);
 		return;
 	}
 	if (!pkt->ack_req && !(pkt->mask & VRDMA_OPF_LAST))
@@ -713,11 +770,8 @@ static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
 	/*
 	 * The ACK names this request's PSN, not the latest one executed: a
 	 * later READ may be answered again only after it, and an ACK beyond
-	 * it would tell the requester that its responses were lost.  The
-	 * responses of a READ being answered go first, for the same reason.
+	 * it would tell the requester that its responses were lost.
 	 */
-	if (qp->resp.read_active && vrdma_responder_reads(qp, INT_MAX))
-		return;		/* no memory: the requester will ask again */
 	vrdma_ack_later(qp, pkt->psn);
 }
 
@@ -847,14 +901,6 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		 * drop every request until the missing one is resent.
 		 */
 		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
-		/*
-		 * The NAK names a PSN after the READ being answered: its
-		 * responses leave first, or the NAK would overtake them and
-		 * tell the requester they were lost (an implied NAK, a retry
-		 * spent, the READ asked again for nothing).
-		 */
-		if (vrdma_reads_first(qp))
-			goto out;
 		if (!resp->nak_sent) {
 			resp->nak_sent = true;
 			vrdma_send_ack(qp, resp->psn,
@@ -863,13 +909,6 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		goto out;
 	}
 	resp->nak_sent = false;
-
-	/*
-	 * Requests are executed in order: finish answering a READ first.  If
-	 * even that fails (no memory), drop; the requester will resend.
-	 */
-	if (vrdma_reads_first(qp))
-		goto out;
 
 	if (!vrdma_opcode_in_sequence(resp->opcode, pkt->mask) ||
 	    ((pkt->mask & (VRDMA_OPF_SEND | VRDMA_OPF_WRITE)) &&
@@ -937,12 +976,18 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (pkt->mask & VRDMA_OPF_ATOMIC)
 		goto out;	/* answered, PSN and MSN moved on */
 	if (pkt->mask & VRDMA_OPF_READ) {
-		u32 len = be32_to_cpu(((struct vrdma_reth *)
-				       vrdma_ext(skb, VRDMA_OPF_RETH))->len);
+		struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
+		u32 npkts = max(1U, DIV_ROUND_UP(be32_to_cpu(reth->len),
+						 qp->mtu));
+		struct vrdma_rd_atomic *res;
 
-		vrdma_res_new(qp, VRDMA_RES_READ, pkt->psn);
-		resp->psn = vrdma_psn_add(resp->psn,
-					  max(1U, DIV_ROUND_UP(len, qp->mtu)));
+		/* What a duplicate of it may ask for again. */
+		res = vrdma_res_new(qp, VRDMA_RES_READ, pkt->psn);
+		res->va = be64_to_cpu(reth->va);
+		res->rkey = be32_to_cpu(reth->rkey);
+		res->len = be32_to_cpu(reth->len);
+		res->last_psn = vrdma_psn_add(pkt->psn, npkts - 1);
+		resp->psn = vrdma_psn_add(resp->psn, npkts);
 		resp->msn++;
 		goto out;
 	}

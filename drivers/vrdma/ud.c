@@ -102,6 +102,7 @@ int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	swqe->last_psn = psn;
 	swqe->state = VRDMA_SWQE_SENT;
 	qp->req.psn = vrdma_psn_add(psn, 1);
+	vrdma_req_psn_sent(qp);
 	qp->req.cur++;
 	qp->req.offset = 0;
 	/* A lost datagram is the receiver's problem; errors are counted. */

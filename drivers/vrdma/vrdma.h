@@ -153,6 +153,7 @@ enum vrdma_counter {
 	VRDMA_CNT_BAD_WQE,		/* malformed WQEs found in a ring */
 	VRDMA_CNT_ATOMIC_REPLAYED,	/* duplicate atomics answered again */
 	VRDMA_CNT_ATOMIC_REPLAY_MISS,	/* dropped: duplicate atomic too old */
+	VRDMA_CNT_READ_REPLAY_MISS,	/* dropped: duplicate READ not executed */
 	VRDMA_CNT_QKEY_ERR,		/* UD: dropped, wrong Q_Key */
 	VRDMA_CNT_NO_RECV_WQE,		/* UD/UC: dropped, no receive WQE */
 	VRDMA_CNT_DROPPED_MSGS,		/* UC: messages dropped unexecuted */
@@ -169,7 +170,9 @@ enum vrdma_counter {
 	VRDMA_CNT_MCAST_RCVD,		/* UD: multicast packets delivered */
 	VRDMA_CNT_SOFTIRQ_RESP,		/* responses completed in the softirq */
 	VRDMA_CNT_SOFTIRQ_READ,		/* READ requests answered there */
+	VRDMA_CNT_SOFTIRQ_READ_RESP,	/* READ response packets sent there */
 	VRDMA_CNT_DOORBELLS,		/* SQ doorbells of user QPs */
+	VRDMA_CNT_WRONG_NETDEV,		/* dropped: not from the bound netdev */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -538,6 +541,9 @@ struct vrdma_ah {
  * @cur: SQ index of the WQE being sent
  * @offset: bytes of @cur already sent
  * @psn: PSN of the next request packet
+ * @max_psn: the PSN after the last request packet ever sent: @psn is behind
+ *	it after going back (vrdma_rewind()), and answers to what was sent
+ *	before are still answers
  * @una: oldest PSN not acknowledged yet
  * @rnr_retry: RNR NAKs received in a row for the current WQE
  * @rnr_wait: waiting for the RNR timer before resending
@@ -564,6 +570,7 @@ struct vrdma_req {
 	u32 cur;
 	u32 offset;
 	u32 psn;
+	u32 max_psn;
 	u32 una;
 	u8 rnr_retry;
 	bool rnr_wait;
@@ -590,16 +597,26 @@ enum vrdma_res_type {
  * @psn: the request's PSN
  * @msn: ATOMIC: the MSN its ATOMIC ACKNOWLEDGE carried
  * @orig: ATOMIC: the value the word had before, the answer
+ * @va: READ: the address it read from
+ * @rkey: READ: its rkey
+ * @len: READ: its length
+ * @last_psn: READ: the PSN of its last response
  *
- * A requester whose response was lost asks again with the same PSN.  A READ
- * is simply executed again; an ATOMIC must not be, so its answer is kept
- * here and sent again.
+ * A requester whose response was lost asks again with a PSN of the
+ * original request.  A READ is answered again, but only for what the
+ * original asked and was granted: its PSNs, a part of its range, its key
+ * (checked again); an ATOMIC must not be executed again, so its answer is
+ * kept here and sent again.
  */
 struct vrdma_rd_atomic {
 	u8 type;
 	u32 psn;
 	u32 msn;
 	u64 orig;
+	u64 va;
+	u32 rkey;
+	u32 len;
+	u32 last_psn;
 };
 
 /**
@@ -622,6 +639,8 @@ struct vrdma_rd_atomic {
  * @read_psn: PSN of the next read response
  * @read_first: the next response is its first
  * @read_active: a READ is being answered
+ * @read_bh: by the QP's tasklet, which finishes it (vrdma_qp_bh()); read
+ *	locklessly by the task to leave the QP's queue to it meanwhile
  * @res: the responder resources, a ring of @res_num (the QP's
  *	max_dest_rd_atomic) entries holding the latest READs and ATOMICs
  * @res_num: entries of @res
@@ -646,6 +665,7 @@ struct vrdma_resp {
 	u32 read_psn;
 	bool read_first;
 	bool read_active;
+	bool read_bh;
 	struct vrdma_rd_atomic *res;
 	u32 res_num;
 	u32 res_head;
@@ -833,6 +853,19 @@ static inline int vrdma_psn_diff(u32 a, u32 b)
 static inline u32 vrdma_psn_add(u32 psn, u32 n)
 {
 	return (psn + n) & 0xffffff;
+}
+
+/* The requester sent up to req.psn: keep req.max_psn the highest. */
+static inline void vrdma_req_psn_sent(struct vrdma_qp *qp)
+{
+	if (vrdma_psn_diff(qp->req.psn, qp->req.max_psn) > 0)
+		qp->req.max_psn = qp->req.psn;
+}
+
+/* Requests sent and not acknowledged: since a rewind, @psn is not it. */
+static inline bool vrdma_req_outstanding(const struct vrdma_qp *qp)
+{
+	return qp->req.una != qp->req.max_psn;
 }
 
 /* main.c */
@@ -1050,6 +1083,7 @@ int vrdma_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
 void vrdma_mcast_qp_destroy(struct vrdma_qp *qp);
 void vrdma_mcast_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 		     unsigned int bytes);
+bool vrdma_mcast_member(struct vrdma_dev *vdev, const union ib_gid *mgid);
 
 /* kverbs.c */
 int vrdma_kpost_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,
@@ -1072,6 +1106,7 @@ void vrdma_flush_sq(struct vrdma_qp *qp);
 void vrdma_sq_want_doorbell(struct vrdma_qp *qp);
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
+bool vrdma_responder_waits(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_flush_rq(struct vrdma_qp *qp);
 struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num);
 void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,

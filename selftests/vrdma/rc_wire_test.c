@@ -82,6 +82,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
@@ -105,7 +106,8 @@ enum {
 	OP_SEND_ONLY, OP_SEND_ONLY_IMM, OP_WRITE_FIRST, OP_WRITE_MIDDLE,
 	OP_WRITE_LAST, OP_WRITE_LAST_IMM, OP_WRITE_ONLY, OP_WRITE_ONLY_IMM,
 	OP_READ_REQ, OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE,
-	OP_READ_RESP_LAST, OP_READ_RESP_ONLY, OP_ACK,
+	OP_READ_RESP_LAST, OP_READ_RESP_ONLY, OP_ACK, OP_ATOMIC_ACK,
+	OP_CMP_SWAP, OP_FETCH_ADD,
 };
 
 /* AETH syndromes */
@@ -132,6 +134,10 @@ static int ext_len(uint8_t op)
 	case OP_READ_RESP_FIRST: case OP_READ_RESP_LAST:
 	case OP_READ_RESP_ONLY: case OP_ACK:
 		return 4;			/* AETH */
+	case OP_ATOMIC_ACK:
+		return 12;			/* AETH, AtomicAckETH */
+	case OP_CMP_SWAP: case OP_FETCH_ADD:
+		return 28;			/* AtomicETH */
 	default:
 		return 0;
 	}
@@ -147,6 +153,7 @@ struct tx {
 	uint64_t va;		/* RETH */
 	uint32_t rkey, dmalen;
 	uint32_t imm;		/* ImmDt, network order */
+	uint64_t orig;		/* AtomicAckETH */
 	const void *data;
 	uint32_t len;
 };
@@ -200,10 +207,15 @@ static int peer_send(const struct tx *t)
 		memcpy(p, &t->imm, 4);
 		break;
 	case OP_READ_RESP_FIRST: case OP_READ_RESP_LAST:
-	case OP_READ_RESP_ONLY: case OP_ACK:
+	case OP_READ_RESP_ONLY: case OP_ACK: case OP_ATOMIC_ACK: {
+		uint64_t orig = htobe64(t->orig);
+
 		v = htonl((uint32_t)t->syn << 24 | (t->msn & 0xffffff));
 		memcpy(p, &v, 4);
+		if (t->op == OP_ATOMIC_ACK)
+			memcpy(p + 4, &orig, 8);
 		break;
+	}
 	}
 	p += el;
 	if (t->len)
@@ -250,7 +262,7 @@ static int peer_recv(struct rx *r, int ms)
 	el = ext_len(r->op);
 	if (n < 12 + el + pad + 4)
 		return 0;
-	if (el == 16 || el == 20) {
+	if (el == 16 || el == 20 || el == 28) {
 		uint64_t va;
 		uint32_t v;
 
@@ -261,6 +273,8 @@ static int peer_recv(struct rx *r, int ms)
 		memcpy(&v, buf + 24, 4);
 		r->dmalen = ntohl(v);
 	}
+	if (el == 28)
+		r->dmalen = 0;	/* AtomicETH: the rest is swap and compare */
 	if (r->op == OP_ACK || r->op == OP_READ_RESP_FIRST ||
 	    r->op == OP_READ_RESP_LAST || r->op == OP_READ_RESP_ONLY) {
 		r->syn = buf[12];
@@ -280,10 +294,11 @@ static const char *op_name(uint8_t op)
 		"SEND_ONLY", "SEND_ONLY_IMM", "WRITE_FIRST", "WRITE_MIDDLE",
 		"WRITE_LAST", "WRITE_LAST_IMM", "WRITE_ONLY", "WRITE_ONLY_IMM",
 		"READ_REQ", "READ_RESP_FIRST", "READ_RESP_MIDDLE",
-		"READ_RESP_LAST", "READ_RESP_ONLY", "ACK",
+		"READ_RESP_LAST", "READ_RESP_ONLY", "ACK", "ATOMIC_ACK",
+		"CMP_SWAP", "FETCH_ADD",
 	};
 
-	return op <= OP_ACK ? names[op] : "?";
+	return op <= OP_FETCH_ADD ? names[op] : "?";
 }
 
 static void peer_drain(void)
@@ -317,6 +332,7 @@ struct peer_opts {
 	int timeout, retry_cnt, rnr_retry;
 	int max_rd_atomic;	/* 0: the device's (up to 16) */
 	int min_rnr_timer;	/* 0: 1 */
+	int access;		/* 0: REMOTE_WRITE | REMOTE_READ */
 };
 
 FIXTURE(wire) {
@@ -369,7 +385,8 @@ static void peer_connect(struct __test_metadata *_metadata,
 	dgid.raw[10] = dgid.raw[11] = 0xff;
 	inet_pton(AF_INET, IP1, dgid.raw + 12);
 
-	ASSERT_EQ(0, rc_to_init(&self->q, IBV_ACCESS_REMOTE_WRITE |
+	ASSERT_EQ(0, rc_to_init(&self->q, po->access ? po->access :
+				IBV_ACCESS_REMOTE_WRITE |
 				IBV_ACCESS_REMOTE_READ));
 	rc_rtr_attr(&a, &self->q, PEER_QPN, &dgid, po->rq_psn);
 	a.min_rnr_timer = po->min_rnr_timer ? po->min_rnr_timer : 1;
@@ -907,6 +924,16 @@ static void expect_read_req(struct __test_metadata *_metadata,
 	}
 }
 
+/* A READ response of @len bytes of @data for PSN @psn, MSN 1. */
+static int read_resp_to(uint8_t op, uint32_t psn, const void *data,
+			uint32_t len)
+{
+	return peer_send(&(struct tx){
+		.op = op, .psn = psn, .syn = SYN_ACK, .msn = 1,
+		.data = data, .len = len,
+	});
+}
+
 static int read_resp(uint8_t op, uint32_t psn, const uint8_t *data,
 		     uint32_t len, uint32_t msn)
 {
@@ -1329,6 +1356,41 @@ TEST_F(wire, softirq)
 }
 
 /*
+ * A READ of 40 response packets that the receive softirq starts answering
+ * is answered there to the end, from one CPU: every response is counted in
+ * softirq_read_responses, none comes from the task (whose packets could
+ * overtake the softirq's through another CPU's backlog), in order.  If the
+ * softirq found the QP busy the task answers it all.
+ */
+TEST_F(wire, softirq_long_read)
+{
+	struct peer_opts po = { .sq_psn = 0x200, .rq_psn = 0x900,
+				.timeout = 20 };
+	long long reads, sent;
+	uint32_t q = po.rq_psn, len = 40 * MTU, i;
+	uint8_t *mem;
+
+	peer_connect(_metadata, self, &po);
+	mem = self->b.p + 8192;
+	for (i = 0; i < len; i++)
+		mem[i] = i * 11 + 3;
+	usleep(20 * 1000);
+	reads = counter("softirq_reads");
+	sent = counter("softirq_read_responses");
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_READ_REQ, .psn = q, .ackreq = 1,
+		.va = (uintptr_t)mem, .rkey = self->b.mr->rkey, .dmalen = len,
+	}));
+	expect_read_responses(_metadata, q, mem, len, 1, 0);
+	EXPECT_QUIET("after the READ");
+	if (rc_cfg.is_rxe)
+		return;
+	reads = counter("softirq_reads") - reads;
+	TH_LOG("the READ was %sexecuted in the softirq", reads ? "" : "not ");
+	EXPECT_EQ(40 * reads, counter("softirq_read_responses") - sent);
+}
+
+/*
  * A burst larger than the tasklet's budget (VRDMA_BH_BUDGET, 16) stays in
  * the softirq: the tasklet runs again for the rest instead of waking the
  * task.  netem's slots hold the fake peer's packets and release them
@@ -1393,6 +1455,411 @@ TEST_F(wire, softirq_batch)
 
 	EXPECT_COUNTER(BURST, "softirq_reads", reads);
 	EXPECT_COUNTER(BURST, "softirq_responses", resps);
+}
+
+/* ---- trust: packets that must not reach a QP ------------------------ */
+
+#define IP0_BCAST	"10.218.0.255"
+#define INJECT_PORT	40000
+
+/*
+ * The UDP payload (BTH to ICRC) of a SEND_ONLY to vrdma_qpn at @psn that a
+ * UDP socket of this host, bound to IP0:INJECT_PORT, sends to @daddr: the
+ * ICRC covers the IPv4 header the kernel puts in front (identification 0:
+ * DF is set and the socket is not connected).  Returns its length.
+ */
+static size_t local_send_only(uint8_t *out, uint32_t psn, const char *daddr,
+			      const char *s)
+{
+	uint8_t pkt[WIRE_HDR_LEN + 256], *bth = pkt + WIRE_HDR_LEN - 12;
+	size_t n = strlen(s), pad = (4 - n % 4) % 4;
+	size_t len = WIRE_HDR_LEN + n + pad + 4;
+	struct in_addr sa, da;
+	uint32_t v;
+
+	memset(pkt, 0, len);
+	inet_pton(AF_INET, IP0, &sa);
+	inet_pton(AF_INET, daddr, &da);
+	wire_ip_udp(pkt, len, &sa, &da, 0, INJECT_PORT);
+	bth[0] = OP_SEND_ONLY;
+	bth[1] = pad << 4;
+	bth[2] = bth[3] = 0xff;
+	v = htonl(vrdma_qpn);
+	memcpy(bth + 4, &v, 4);
+	v = htonl(0x80000000u | (psn & 0xffffff));
+	memcpy(bth + 8, &v, 4);
+	memcpy(bth + 12, s, n);
+	wire_icrc(pkt, len);
+	memcpy(out, pkt + 28, len - 28);
+	return len - 28;
+}
+
+/*
+ * Send @p from a plain UDP socket of user nobody, bound to IP0, to
+ * @daddr:4791.  Returns 0 if it was sent.
+ */
+static int inject_as_nobody(const char *daddr, const uint8_t *p, size_t n)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		struct sockaddr_in src = { .sin_family = AF_INET,
+					   .sin_port = htons(INJECT_PORT) };
+		struct sockaddr_in dst = { .sin_family = AF_INET,
+					   .sin_port = htons(WIRE_ROCE_PORT) };
+		int fd, on = 1, pmtu = IP_PMTUDISC_DO;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		fd = socket(AF_INET, SOCK_DGRAM, 0);
+		inet_pton(AF_INET, IP0, &src.sin_addr);
+		inet_pton(AF_INET, daddr, &dst.sin_addr);
+		if (fd < 0 ||
+		    setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu,
+			       sizeof(pmtu)) ||
+		    setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &on,
+			       sizeof(on)) ||
+		    bind(fd, (struct sockaddr *)&src, sizeof(src)) ||
+		    sendto(fd, p, n, 0, (struct sockaddr *)&dst,
+			   sizeof(dst)) != (ssize_t)n)
+			_exit(3);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * An unprivileged user's UDP socket sends a SEND_ONLY with a valid ICRC
+ * and the expected PSN to the device's own address (it arrives by "lo"),
+ * and to the subnet's broadcast address (IP loops it back by the bound
+ * netdev): neither reaches the QP, each is counted, and the peer's own
+ * SEND with that PSN is still the one executed.
+ */
+TEST_F(wire, local_injection)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x4000 };
+	long long wrong = counter("wrong_netdev");
+	uint32_t p = po.rq_psn;
+	uint8_t buf[256];
+	struct rx r;
+	size_t n;
+
+	peer_connect(_metadata, self, &po);
+	post_recv(_metadata, self, 1, 0);
+	n = local_send_only(buf, p, IP0, "injected by lo");
+	ASSERT_EQ(0, inject_as_nobody(IP0, buf, n));
+	n = local_send_only(buf, p, IP0_BCAST, "injected by broadcast");
+	ASSERT_EQ(0, inject_as_nobody(IP0_BCAST, buf, n));
+	EXPECT_QUIET("after the injections");
+	EXPECT_CQ_EMPTY(self->q.rcq, "injected from this host");
+	EXPECT_COUNTER(2, "wrong_netdev", wrong);
+
+	ASSERT_EQ(0, send_only(p, "genuine", 1));
+	EXPECT_ACK(&r, SYN_ACK, p, 1000);
+	EXPECT_EQ(1, r.msn);
+	expect_recv(_metadata, self, 1, 0, "genuine");
+}
+
+/* A UD QP of the device in RTS, on the fixture's CQ. */
+static struct ibv_qp *ud_qp_rts(struct __test_metadata *_metadata,
+				FIXTURE_DATA(wire) *self)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = self->q.scq, .recv_cq = self->q.rcq,
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qkey = 0x11111111 };
+	struct ibv_qp *qp;
+
+	qp = ibv_create_qp(self->d.pd, &ia);
+	EXPECT_NE(NULL, qp);
+	if (!qp)
+		return NULL;
+	EXPECT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT | IBV_QP_QKEY));
+	a.qp_state = IBV_QPS_RTR;
+	EXPECT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0x10;
+	EXPECT_EQ(0, ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN));
+	return qp;
+}
+
+/*
+ * RC ACKs and READ responses forged for a UD QP and for QP1 (GSI): only RC
+ * QPs have answers, so the receive softirq runs no engine of theirs (which
+ * would run their requester there); they are dropped as malformed.
+ */
+TEST_F(wire, response_to_ud)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x100 };
+	long long resps = counter("softirq_responses");
+	long long bad = counter("malformed");
+	uint32_t qpns[2];
+	struct ibv_qp *ud;
+	int i;
+
+	peer_connect(_metadata, self, &po);
+	ud = ud_qp_rts(_metadata, self);
+	ASSERT_NE(NULL, ud);
+	qpns[0] = ud->qp_num;
+	qpns[1] = 1;
+	for (i = 0; i < 2; i++) {
+		vrdma_qpn = qpns[i];
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_ACK, .psn = 0x10, .syn = SYN_ACK, .msn = 1,
+		}));
+		ASSERT_EQ(0, read_resp_to(OP_READ_RESP_ONLY, 0x10, "x", 4));
+	}
+	vrdma_qpn = self->q.qp->qp_num;
+	EXPECT_QUIET("after the forged answers");
+	EXPECT_COUNTER(0, "softirq_responses", resps);
+	EXPECT_COUNTER(4, "malformed", bad);
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(ud));
+	EXPECT_EQ(0, ibv_destroy_qp(ud));
+}
+
+/*
+ * Duplicate READs are answered only for what the original READ asked and
+ * was granted (IBA 9.7.5.1.4): another rkey (one of memory without remote
+ * read rights), an address before the original, a longer or huge length,
+ * a PSN no READ had, PSNs past the original's: each executes nothing,
+ * answers nothing, is counted, and leaves the QP in RTS; the genuine
+ * duplicate from the middle is still answered.
+ */
+TEST_F(wire, duplicate_read_checks)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x5000 };
+	long long miss = counter("read_replay_missed");
+	uint32_t q = po.rq_psn, len = 2 * MTU, i;
+	struct rc_buf wo = { 0 };
+	uint8_t *mem;
+	struct rx r;
+	struct {
+		uint32_t psn;
+		uint64_t va;
+		uint32_t rkey, len;
+	} bad[5];
+
+	peer_connect(_metadata, self, &po);
+	rc_buf_alloc(_metadata, &wo, self->d.pd, 4096,
+		     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	memset(wo.p, 0x5a, 4096);
+	mem = self->b.p + 8192;
+	for (i = 0; i < len; i++)
+		mem[i] = i * 7 + 2;
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_READ_REQ, .psn = q, .ackreq = 1,
+		.va = (uintptr_t)mem, .rkey = self->b.mr->rkey, .dmalen = len,
+	}));
+	expect_read_responses(_metadata, q, mem, len, 1, 0);
+
+	bad[0].psn = q;
+	bad[0].va = (uintptr_t)wo.p;
+	bad[0].rkey = wo.mr->rkey;
+	bad[0].len = 64;
+	bad[1].psn = q;
+	bad[1].va = (uintptr_t)mem - 64;
+	bad[1].rkey = self->b.mr->rkey;
+	bad[1].len = len;
+	bad[2] = bad[1];
+	bad[2].va = (uintptr_t)mem;
+	bad[2].len = len + MTU;
+	bad[3] = bad[2];
+	bad[3].len = 0x7fffffff;
+	bad[4] = bad[2];
+	bad[4].psn = q - 100;
+	bad[4].len = 64;
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_READ_REQ, .psn = bad[i].psn, .ackreq = 1,
+			.va = bad[i].va, .rkey = bad[i].rkey,
+			.dmalen = bad[i].len,
+		}));
+	EXPECT_QUIET("duplicates the original READ did not grant");
+	EXPECT_COUNTER(5, "read_replay_missed", miss);
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+
+	/* From its second response on, its range from the first: too long. */
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_READ_REQ, .psn = q + 1, .ackreq = 1,
+		.va = (uintptr_t)mem, .rkey = self->b.mr->rkey, .dmalen = len,
+	}));
+	if (rc_cfg.is_rxe) {
+		RC_QUIRK("a duplicate READ's PSNs are not held to the original's");
+		peer_drain();
+	}
+	EXPECT_QUIET("responses past the original READ's PSNs");
+	EXPECT_COUNTER(6, "read_replay_missed", miss);
+
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_READ_REQ, .psn = q + 1, .ackreq = 1,
+		.va = (uintptr_t)mem + MTU, .rkey = self->b.mr->rkey,
+		.dmalen = MTU,
+	}));
+	expect_read_responses(_metadata, q + 1, mem + MTU, MTU, 1, 1);
+	EXPECT_QUIET("after the genuine duplicate");
+
+	post_recv(_metadata, self, 3, 0);
+	ASSERT_EQ(0, send_only(q + 2, "after", 1));
+	EXPECT_ACK(&r, SYN_ACK, q + 2, 1000);
+	EXPECT_EQ(2, r.msn);
+	expect_recv(_metadata, self, 3, 0, "after");
+	rc_buf_free(&wo);
+}
+
+/*
+ * A QP that grants remote writes only: a READ with a PSN behind the
+ * expected one is no duplicate of anything it executed, and reads nothing.
+ */
+TEST_F(wire, duplicate_read_without_rights)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x6000,
+				.access = IBV_ACCESS_REMOTE_WRITE };
+	long long miss = counter("read_replay_missed");
+	uint32_t p = po.rq_psn;
+	struct rx r;
+
+	peer_connect(_metadata, self, &po);
+	post_recv(_metadata, self, 1, 0);
+	memset(self->b.p + 8192, 0x3c, MTU);
+	ASSERT_EQ(0, send_only(p, "first", 1));
+	EXPECT_ACK(&r, SYN_ACK, p, 1000);
+	expect_recv(_metadata, self, 1, 0, "first");
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_READ_REQ, .psn = p, .ackreq = 1,
+		.va = (uintptr_t)self->b.p + 8192, .rkey = self->b.mr->rkey,
+		.dmalen = MTU,
+	}));
+	EXPECT_QUIET("a READ of a QP without REMOTE_READ");
+	EXPECT_COUNTER(1, "read_replay_missed", miss);
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+}
+
+/* ---- late answers ------------------------------------------------------ */
+
+/*
+ * Three messages of @op, sent; no answer until the retransmission timer
+ * has sent the oldest again.  Then the peer answers as a responder
+ * answers a duplicate of requests it executed long ago: with what it sent
+ * for all of them (an ACK of the latest PSN; the responses of each READ
+ * and ATOMIC).  Those answers are within what was sent: all three
+ * complete, nothing more is sent, the QP stays in RTS.
+ */
+static void late_answers(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(wire) *self, enum ibv_wr_opcode op)
+{
+	struct peer_opts po = { .sq_psn = 0x7000, .rq_psn = 0x100 };
+	uint8_t data[3][64], *dst = self->b.p + 4096;
+	uint8_t req = op == IBV_WR_SEND ? OP_SEND_ONLY :
+		      op == IBV_WR_RDMA_WRITE ? OP_WRITE_ONLY :
+		      op == IBV_WR_RDMA_READ ? OP_READ_REQ : OP_FETCH_ADD;
+	enum ibv_wc_opcode wc = op == IBV_WR_SEND ? IBV_WC_SEND :
+				op == IBV_WR_RDMA_WRITE ? IBV_WC_RDMA_WRITE :
+				op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ :
+				IBV_WC_FETCH_ADD;
+	uint32_t s = po.sq_psn, i;
+	struct rx r;
+
+	po.timeout = rc_slow_timeout(17);	/* 537 ms */
+	peer_connect(_metadata, self, &po);
+	memset(dst, 0, 3 * 64);
+	for (i = 0; i < 3; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)dst + i * 64,
+				       .length = op == IBV_WR_ATOMIC_FETCH_AND_ADD ?
+						 8 : 64,
+				       .lkey = self->b.mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge,
+					  .num_sge = 1, .opcode = op,
+					  .send_flags = IBV_SEND_SIGNALED };
+		struct ibv_send_wr *badwr;
+
+		memset(data[i], 'a' + i, sizeof(data[i]));
+		if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			wr.wr.atomic.remote_addr = 0x9000 + i * 8;
+			wr.wr.atomic.rkey = 0x5555;
+			wr.wr.atomic.compare_add = 1;
+		} else {
+			wr.wr.rdma.remote_addr = 0x9000 + i * 64;
+			wr.wr.rdma.rkey = 0x5555;
+		}
+		ASSERT_EQ(0, ibv_post_send(self->q.qp, &wr, &badwr));
+	}
+	for (i = 0; i < 3; i++)
+		EXPECT_PKT(&r, req, s + i, 1000);
+	EXPECT_PKT(&r, req, s, 2000 * rc_cfg.slow);
+	/* rxe resends the whole window; vrdma the oldest only. */
+	peer_drain();
+	EXPECT_CQ_EMPTY(self->q.scq, "before any answer");
+
+	for (i = 0; i < 3; i++) {
+		if (op == IBV_WR_RDMA_READ) {
+			ASSERT_EQ(0, read_resp(OP_READ_RESP_ONLY, s + i,
+					       data[i], 64, i + 1));
+		} else if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			ASSERT_EQ(0, peer_send(&(struct tx){
+				.op = OP_ATOMIC_ACK, .psn = s + i,
+				.syn = SYN_ACK, .msn = i + 1, .orig = 40 + i,
+			}));
+		}
+	}
+	if (op == IBV_WR_SEND || op == IBV_WR_RDMA_WRITE) {
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_ACK, .psn = s + 2, .syn = SYN_ACK, .msn = 3,
+		}));
+	}
+	for (i = 0; i < 3; i++)
+		expect_send_wc(_metadata, self, i, IBV_WC_SUCCESS, wc);
+	for (i = 0; op == IBV_WR_RDMA_READ && i < 3; i++)
+		EXPECT_EQ(0, memcmp(dst + i * 64, data[i], 64));
+	for (i = 0; op == IBV_WR_ATOMIC_FETCH_AND_ADD && i < 3; i++) {
+		uint64_t v;
+
+		memcpy(&v, dst + i * 64, 8);
+		EXPECT_EQ(40 + i, v);
+	}
+	/*
+	 * Once the probe is answered the requester may resend the rest
+	 * before their late answers arrive (go-back-N): those two only, and
+	 * never anything new.
+	 */
+	while (peer_recv(&r, 300)) {
+		EXPECT_EQ(req, r.op);
+		EXPECT_TRUE(r.psn == s + 1 || r.psn == s + 2) {
+			TH_LOG("after the late answers: %s PSN %#x",
+			       op_name(r.op), r.psn);
+		}
+	}
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+}
+
+TEST_F_TIMEOUT(wire, late_ack_send, 60)
+{
+	late_answers(_metadata, self, IBV_WR_SEND);
+}
+
+TEST_F_TIMEOUT(wire, late_ack_write, 60)
+{
+	late_answers(_metadata, self, IBV_WR_RDMA_WRITE);
+}
+
+TEST_F_TIMEOUT(wire, late_read_responses, 60)
+{
+	late_answers(_metadata, self, IBV_WR_RDMA_READ);
+}
+
+TEST_F_TIMEOUT(wire, late_atomic_acks, 60)
+{
+	late_answers(_metadata, self, IBV_WR_ATOMIC_FETCH_AND_ADD);
 }
 
 /* ---- setup, in the parent before the tests fork ------------------------ */

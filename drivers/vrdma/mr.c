@@ -201,6 +201,7 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *ibpd, struct ib_udata *udata)
 {
+	struct vrdma_dev *vdev = to_vdev(ibmr->device);
 	struct vrdma_mr *mr = to_vmr(ibmr), *new;
 	int ret;
 
@@ -213,11 +214,10 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	ret = vrdma_mr_access_ok(access);
 	if (ret)
 		return ERR_PTR(ret);
-	/* No window may be bound, nor get bound while this runs. */
-	if (atomic_cmpxchg(&mr->num_mw, 0, -1))
-		return ERR_PTR(-EBUSY);
-
 	if (flags & IB_MR_REREG_TRANS) {
+		/* No window may be bound, nor get bound from now on. */
+		if (atomic_cmpxchg(&mr->num_mw, 0, -1))
+			return ERR_PTR(-EBUSY);
 		new = vrdma_mr_create_user(ibpd, start, length, iova, access);
 		if (IS_ERR(new)) {
 			atomic_set(&mr->num_mw, 0);
@@ -226,9 +226,18 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		/* The old MR stays unbindable until its dereg, next. */
 		return &new->ibmr;
 	}
+	/*
+	 * A bind checks the PD and rights and takes the MR under this lock
+	 * (vrdma_mw_bind()): no change slips between its check and its take.
+	 */
+	xa_lock_bh(&vdev->mw_xa);
+	if (atomic_read(&mr->num_mw)) {
+		xa_unlock_bh(&vdev->mw_xa);
+		return ERR_PTR(-EBUSY);
+	}
 	WRITE_ONCE(mr->pd, to_vpd(ibpd));
 	WRITE_ONCE(mr->access, access);
-	atomic_set_release(&mr->num_mw, 0);
+	xa_unlock_bh(&vdev->mw_xa);
 	return NULL;
 }
 

@@ -19,7 +19,8 @@
  * Reregistering (ibv_rereg_mr) changes the PD or the rights in place,
  * keeping the keys; a new translation (address range) is a new MR with new
  * keys, which ib_core puts in the place of the old one before it
- * deregisters that.
+ * deregisters that.  So are rights to write into a region whose pages were
+ * pinned for reading only: they are pinned again, for writing.
  *
  * Kernel consumers also have fast-registration MRs (frmr.c): their key
  * opens memory only between a REG_MR work request and its invalidation,
@@ -190,12 +191,18 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
  * request checked before goes on with what it was checked against.  A new
  * translation is a new MR with new keys (the old one's pages may be in use
  * right now); ib_core swaps it in and deregisters the old one, which waits
- * for its users as dereg always does.  An MR with memory windows bound to
- * it keeps everything.
+ * for its users as dereg always does.  Rights that write
+ * (ib_access_writable()) given to an MR whose pages were pinned for reading
+ * are a new translation onto the same range: the pages are pinned again
+ * for writing, which breaks copy-on-write sharing, and is refused for
+ * memory the process may not write (a read-only file mapping).  Writing
+ * into pages pinned for reading would write into the page cache.  An MR
+ * with memory windows bound to it keeps everything.
  *
  * Return: NULL (changed in place), the new MR, or ERR_PTR: -EBUSY while
  * windows are bound, -EOPNOTSUPP for unknown flags or rights, -EINVAL as
- * reg_user_mr, and for a DMA MR.
+ * reg_user_mr, and for a DMA MR, or the error of ib_umem_get() (-EFAULT
+ * for write rights to memory that may not be written).
  */
 struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
@@ -214,6 +221,14 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	ret = vrdma_mr_access_ok(access);
 	if (ret)
 		return ERR_PTR(ret);
+	if (!(flags & IB_MR_REREG_TRANS) && mr->umem &&
+	    ib_access_writable(access) && !mr->umem->writable) {
+		flags |= IB_MR_REREG_TRANS;
+		start = mr->umem->address;
+		length = mr->umem->length;
+		iova = mr->iova;
+	}
+
 	if (flags & IB_MR_REREG_TRANS) {
 		/* No window may be bound, nor get bound from now on. */
 		if (atomic_cmpxchg(&mr->num_mw, 0, -1))

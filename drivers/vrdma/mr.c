@@ -873,7 +873,10 @@ static int vrdma_sgl_frag_one(struct vrdma_mr *mr, u64 iova, u32 len,
  * memory while the packet lives, even if the MR is deregistered meanwhile;
  * its contents are the process's until the packet is consumed, which is
  * why only requests whose WQE completes after the peer has placed them
- * (RC) are built this way.
+ * (RC) are built this way.  The packet is marked SKBFL_SHARED_FRAG, as
+ * splice and sendpage mark theirs: whatever in the stack would write into
+ * the fragments or checksum them (skb_checksum_help(), in-place ESP,
+ * skb_cow_data()) works on a private copy, never on the process's pages.
  *
  * Return: 0; -E2BIG if the bytes span more pages than a packet takes or
  * -EOPNOTSUPP for a DMA MR (build the packet by copying then); else as
@@ -884,6 +887,7 @@ int vrdma_sgl_add_frags(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 			const struct vrdma_sge *sge, u32 num_sge, u32 offset,
 			struct sk_buff *skb, u32 length)
 {
+	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	return vrdma_sgl_walk(vdev, pd, sge, num_sge, offset, length, 0,
 			      vrdma_sgl_frag_one, skb);
 }

@@ -52,6 +52,17 @@ static void vrdma_show_ring(struct seq_file *s, const char *name,
 		   prod - cons > q->num_entries ? " (garbage index)" : "");
 }
 
+/* resize_cq swaps a CQ's ring under its lock, and frees the old one. */
+static void vrdma_show_cq(struct seq_file *s, const char *name,
+			  struct vrdma_cq *cq)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	vrdma_show_ring(s, name, &cq->queue, true);
+	spin_unlock_irqrestore(&cq->lock, flags);
+}
+
 static int vrdma_qp_show(struct seq_file *s, void *unused)
 {
 	struct vrdma_qp *qp = s->private;
@@ -90,8 +101,8 @@ static int vrdma_qp_show(struct seq_file *s, void *unused)
 			   qp->rwqe.length);
 	seq_printf(s, "responder: expected_psn %u msn %u read_active %d\n",
 		   qp->resp.psn, qp->resp.msn, qp->resp.read_active);
-	vrdma_show_ring(s, "send_cq", &qp->scq->queue, true);
-	vrdma_show_ring(s, "recv_cq", &qp->rcq->queue, true);
+	vrdma_show_cq(s, "send_cq", qp->scq);
+	vrdma_show_cq(s, "recv_cq", qp->rcq);
 	vrdma_qp_unlock(qp);
 	return 0;
 }

@@ -19,7 +19,8 @@
  * Reregistering (ibv_rereg_mr) changes the PD or the rights in place,
  * keeping the keys; a new translation (address range) is a new MR with new
  * keys, which ib_core puts in the place of the old one before it
- * deregisters that.
+ * deregisters that.  So are rights to write into a region whose pages were
+ * pinned for reading only: they are pinned again, for writing.
  *
  * Kernel consumers also have fast-registration MRs (frmr.c): their key
  * opens memory only between a REG_MR work request and its invalidation,
@@ -190,17 +191,24 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
  * request checked before goes on with what it was checked against.  A new
  * translation is a new MR with new keys (the old one's pages may be in use
  * right now); ib_core swaps it in and deregisters the old one, which waits
- * for its users as dereg always does.  An MR with memory windows bound to
- * it keeps everything.
+ * for its users as dereg always does.  Rights that write
+ * (ib_access_writable()) given to an MR whose pages were pinned for reading
+ * are a new translation onto the same range: the pages are pinned again
+ * for writing, which breaks copy-on-write sharing, and is refused for
+ * memory the process may not write (a read-only file mapping).  Writing
+ * into pages pinned for reading would write into the page cache.  An MR
+ * with memory windows bound to it keeps everything.
  *
  * Return: NULL (changed in place), the new MR, or ERR_PTR: -EBUSY while
  * windows are bound, -EOPNOTSUPP for unknown flags or rights, -EINVAL as
- * reg_user_mr, and for a DMA MR.
+ * reg_user_mr, and for a DMA MR, or the error of ib_umem_get() (-EFAULT
+ * for write rights to memory that may not be written).
  */
 struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *ibpd, struct ib_udata *udata)
 {
+	struct vrdma_dev *vdev = to_vdev(ibmr->device);
 	struct vrdma_mr *mr = to_vmr(ibmr), *new;
 	int ret;
 
@@ -213,11 +221,18 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	ret = vrdma_mr_access_ok(access);
 	if (ret)
 		return ERR_PTR(ret);
-	/* No window may be bound, nor get bound while this runs. */
-	if (atomic_cmpxchg(&mr->num_mw, 0, -1))
-		return ERR_PTR(-EBUSY);
+	if (!(flags & IB_MR_REREG_TRANS) && mr->umem &&
+	    ib_access_writable(access) && !mr->umem->writable) {
+		flags |= IB_MR_REREG_TRANS;
+		start = mr->umem->address;
+		length = mr->umem->length;
+		iova = mr->iova;
+	}
 
 	if (flags & IB_MR_REREG_TRANS) {
+		/* No window may be bound, nor get bound from now on. */
+		if (atomic_cmpxchg(&mr->num_mw, 0, -1))
+			return ERR_PTR(-EBUSY);
 		new = vrdma_mr_create_user(ibpd, start, length, iova, access);
 		if (IS_ERR(new)) {
 			atomic_set(&mr->num_mw, 0);
@@ -226,9 +241,18 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		/* The old MR stays unbindable until its dereg, next. */
 		return &new->ibmr;
 	}
+	/*
+	 * A bind checks the PD and rights and takes the MR under this lock
+	 * (vrdma_mw_bind()): no change slips between its check and its take.
+	 */
+	xa_lock_bh(&vdev->mw_xa);
+	if (atomic_read(&mr->num_mw)) {
+		xa_unlock_bh(&vdev->mw_xa);
+		return ERR_PTR(-EBUSY);
+	}
 	WRITE_ONCE(mr->pd, to_vpd(ibpd));
 	WRITE_ONCE(mr->access, access);
-	atomic_set_release(&mr->num_mw, 0);
+	xa_unlock_bh(&vdev->mw_xa);
 	return NULL;
 }
 
@@ -849,7 +873,10 @@ static int vrdma_sgl_frag_one(struct vrdma_mr *mr, u64 iova, u32 len,
  * memory while the packet lives, even if the MR is deregistered meanwhile;
  * its contents are the process's until the packet is consumed, which is
  * why only requests whose WQE completes after the peer has placed them
- * (RC) are built this way.
+ * (RC) are built this way.  The packet is marked SKBFL_SHARED_FRAG, as
+ * splice and sendpage mark theirs: whatever in the stack would write into
+ * the fragments or checksum them (skb_checksum_help(), in-place ESP,
+ * skb_cow_data()) works on a private copy, never on the process's pages.
  *
  * Return: 0; -E2BIG if the bytes span more pages than a packet takes or
  * -EOPNOTSUPP for a DMA MR (build the packet by copying then); else as
@@ -860,6 +887,7 @@ int vrdma_sgl_add_frags(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 			const struct vrdma_sge *sge, u32 num_sge, u32 offset,
 			struct sk_buff *skb, u32 length)
 {
+	skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	return vrdma_sgl_walk(vdev, pd, sge, num_sge, offset, length, 0,
 			      vrdma_sgl_frag_one, skb);
 }

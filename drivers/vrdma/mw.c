@@ -26,9 +26,11 @@
  * is done (ib_core frees the window right after).  The lock is taken with
  * BHs off: the receive softirq looks windows up too, answering a READ
  * (vrdma_qp_bh()).  A bound window keeps its MR registered through
- * mr->num_mw: dereg and rereg refuse while it is not 0.  An access through
- * a window holds the MR, as any rkey access does; its check is per packet,
- * so after an invalidation at most a packet checked before it lands.
+ * mr->num_mw: dereg and rereg refuse while it is not 0; a bind checks the
+ * MR and takes it under that lock, under which rereg changes the MR's PD
+ * and rights in place.  An access through a window holds the MR, as any
+ * rkey access does; its check is per packet, so after an invalidation at
+ * most a packet checked before it lands.
  */
 #include "vrdma.h"
 
@@ -180,9 +182,6 @@ u8 vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe)
 		mr = vrdma_mr_get(vdev, wqe->bind.mr_lkey);
 		if (!mr)
 			return IB_WC_MW_BIND_ERR;
-		if (!vrdma_mw_mr_ok(mr, qp->pd, wqe->bind.mr_lkey, addr, len,
-				    access))
-			goto out;
 	}
 
 	xa_lock_bh(&vdev->mw_xa);
@@ -191,8 +190,16 @@ u8 vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe)
 		goto unlock;
 	if (mw->ibmw.type == IB_MW_TYPE_2 && (mw->mr || !len))
 		goto unlock;
-	/* Fails while the MR is being deregistered or reregistered. */
-	if (mr && !atomic_inc_unless_negative(&mr->num_mw))
+	/*
+	 * The MR's PD and rights are checked and the MR taken under the
+	 * table lock, under which rereg changes them, and only while no
+	 * window holds the MR (vrdma_rereg_user_mr()): what was checked
+	 * stays true while the window is bound.  Taking it fails while
+	 * dereg or rereg owns it.
+	 */
+	if (mr && (!vrdma_mw_mr_ok(mr, qp->pd, wqe->bind.mr_lkey, addr, len,
+				   access) ||
+		   !atomic_inc_unless_negative(&mr->num_mw)))
 		goto unlock;
 	vrdma_mw_unbind(mw);
 	mw->mr = mr;
@@ -205,7 +212,6 @@ u8 vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe)
 	status = IB_WC_SUCCESS;
 unlock:
 	xa_unlock_bh(&vdev->mw_xa);
-out:
 	if (mr)
 		vrdma_mr_put(mr);
 	return status;

@@ -966,11 +966,25 @@ static void vrdma_qp_store_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
  * Not through vrdma_query_port(): that takes the RTNL, and the QP's mutex
  * is held here (lockdep: rtnl_mutex -> rdma_cm's qp_mutex -> qp->mutex).
  */
-static u32 vrdma_qp_mtu(struct vrdma_qp *qp)
+static u32 vrdma_qp_mtu(struct vrdma_qp *qp, enum ib_mtu path_mtu)
 {
-	enum ib_mtu mtu = qp->attr.path_mtu ? qp->attr.path_mtu : IB_MTU_1024;
+	enum ib_mtu mtu = path_mtu ? path_mtu : IB_MTU_1024;
 
 	return ib_mtu_enum_to_int(min(mtu, vrdma_active_mtu(qp->vdev->ndev)));
+}
+
+/*
+ * Are messages of the SQ begun and not completed?  Their packets were cut
+ * at qp->mtu, and a resend finds its place in a message from the PSN
+ * distance times qp->mtu (vrdma_rewind()), as the completer finds READ
+ * responses: the MTU must not change under them.
+ */
+static bool vrdma_qp_sq_busy(struct vrdma_qp *qp)
+{
+	if (qp->sq.kidx != qp->req.cur)
+		return true;
+	return qp->req.cur != qp->req.fetch &&
+	       qp->swqe[qp->req.cur & qp->sq.mask].state != VRDMA_SWQE_NEW;
 }
 
 /**
@@ -983,8 +997,8 @@ static u32 vrdma_qp_mtu(struct vrdma_qp *qp)
  * The transition and the attributes it requires or allows are checked
  * against the IBA tables (ib_modify_qp_is_ok()).
  *
- * Return: 0, -EINVAL, or -ENOMEM for the responder resources, with the QP
- * unchanged.
+ * Return: 0, -EINVAL, -ENOMEM for the responder resources, or -EBUSY for a
+ * path MTU change while messages are outstanding, with the QP unchanged.
  */
 int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		    struct ib_udata *udata)
@@ -1007,6 +1021,16 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	ret = vrdma_qp_check_attr(qp, attr, mask);
 	if (ret)
 		goto out;
+	/*
+	 * A new path (SQD to SQD) may bring a new MTU, the netdev's having
+	 * changed since: taken only once every message begun is completed.
+	 */
+	if ((mask & (IB_QP_PATH_MTU | IB_QP_AV)) && vrdma_qp_sq_busy(qp) &&
+	    vrdma_qp_mtu(qp, (mask & IB_QP_PATH_MTU) ? attr->path_mtu :
+			 qp->attr.path_mtu) != qp->mtu) {
+		ret = -EBUSY;
+		goto out;
+	}
 	if (mask & IB_QP_MAX_DEST_RD_ATOMIC) {
 		res = vrdma_resp_res_alloc(attr->max_dest_rd_atomic);
 		if (IS_ERR(res)) {
@@ -1031,7 +1055,7 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 							      ibqp->qp_num,
 							      qp->attr.dest_qp_num));
 	if (mask & (IB_QP_PATH_MTU | IB_QP_AV))
-		qp->mtu = vrdma_qp_mtu(qp);
+		qp->mtu = vrdma_qp_mtu(qp, qp->attr.path_mtu);
 
 	if (!(mask & IB_QP_STATE) || new == cur)
 		goto out;

@@ -352,13 +352,17 @@ static u8 vrdma_req_opcode(struct vrdma_send_wqe *wqe, bool first, bool last)
  * @buf: where to
  * @length: bytes
  *
- * Return: 0, or a negative errno when an MR went away after the WQE was
- * checked.
+ * Return: 0, -EINVAL for bytes beyond the message, or a negative errno
+ * when an MR went away after the WQE was checked.
  */
 int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 		      u32 offset, void *buf, u32 length)
 {
 	if (wqe->flags & VRDMA_SEND_INLINE) {
+		/* Never past the inline data, whatever the offset says. */
+		if (offset > wqe->inline_len ||
+		    length > wqe->inline_len - offset)
+			return -EINVAL;
 		memcpy(buf, (u8 *)wqe->sge + offset, length);
 		return 0;
 	}

@@ -328,7 +328,8 @@ enum vrdma_mr_state {
  * @fr_npages: fast-reg: entries set by the last map_mr_sg
  * @fr_page_shift: fast-reg: log2 of ibmr.page_size at map_mr_sg
  * @num_mw: memory windows bound to it; -1 while dereg or rereg owns it, so
- *	that no bind can take it meanwhile
+ *	that no bind can take it meanwhile.  Binds take it, and rereg changes
+ *	@pd and @access in place, under the xa_lock of vdev->mw_xa (mw.c)
  * @refs: users; the MR is freed after the last one
  * @done: completed when @refs drops to zero, for dereg to wait on
  * @rcu: lookups run under RCU, so the memory outlives a grace period

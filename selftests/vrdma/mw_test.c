@@ -15,7 +15,9 @@
  *
  * Reregistration: new rights and a new PD (same keys), a new translation
  * (new keys, the old ones refused), refused while windows are bound, and
- * while a READ of the MR runs.
+ * while a READ of the MR runs; write rights for an MR registered read-only
+ * (its pages pinned again, for writing), refused for a read-only file
+ * mapping.
  *
  * Every refused access must leave the target memory untouched.  Variants:
  * "loopback" (both QPs on one device) and "two_devices" (one QP on each end
@@ -1293,6 +1295,105 @@ TEST_F(mw, rereg_busy)
 		      MW_MR_ACCESS | IBV_ACCESS_REMOTE_READ);
 	rdma_via(_metadata, e, IBV_WR_RDMA_READ, 0, 100, e->bb.mr->rkey,
 		 IBV_WC_SUCCESS, 1300, "READ after the rereg");
+}
+
+/*
+ * Write rights for an MR registered read-only: its pages are pinned again,
+ * for writing (a new MR, maybe with new keys), and WRITEs land.
+ */
+TEST_F(mw, rereg_add_write)
+{
+	struct rc_env *e = &self->e;
+
+	env_create(_metadata, self, IBV_ACCESS_REMOTE_READ, MW_BUF);
+	rdma_via(_metadata, e, IBV_WR_RDMA_WRITE, 100, 3000, e->bb.mr->rkey,
+		 IBV_WC_REM_ACCESS_ERR, 1500, "WRITE, read-only");
+	new_pair(_metadata, self);
+	REREG_OR_SKIP(e->bb.mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+		      RC_ACCESS_ALL);
+	rw_ok(_metadata, e, 100, 3000, e->bb.mr->rkey, 1501, "now writable");
+	rw_ok(_metadata, e, MW_BUF - 5000, 5000, e->bb.mr->rkey, 1502,
+	      "its last bytes");
+}
+
+/* READ @len bytes of @mr at @p into A's buffer: the completion status. */
+static enum ibv_wc_status read_into_a(struct __test_metadata *_metadata,
+				      struct rc_env *e, struct ibv_mr *mr,
+				      const uint8_t *p, size_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)e->ba.p, .length = len,
+		.lkey = e->ba.mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 0x4ead, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad = NULL;
+	struct ibv_wc wc;
+
+	memset(e->ba.p, 0xee, len);
+	wr.wr.rdma.remote_addr = (uintptr_t)p;
+	wr.wr.rdma.rkey = mr->rkey;
+	if (rc_post(&e->p.a, &wr, &bad) ||
+	    rc_poll(e->p.a.scq, &wc, 1, RC_TIMEOUT_MS) != 1)
+		return IBV_WC_GENERAL_ERR;
+	EXPECT_EQ(0x4ead, wc.wr_id);
+	return wc.status;
+}
+
+/*
+ * Write rights for an MR of a read-only file mapping are refused: the
+ * process may not write that memory, so neither may a peer.  The MR stays
+ * as it was, READs work, the file is untouched.
+ */
+TEST_F(mw, rereg_write_readonly_file)
+{
+	struct rc_env *e = &self->e;
+	char path[] = "/tmp/vrdma_mw_ro_XXXXXX";
+	size_t len = 3 * 4096;
+	uint8_t *want, *p, *now;
+	struct ibv_mr *mr;
+	int fd, r;
+
+	env_create(_metadata, self, RC_ACCESS_ALL, MW_BUF);
+	want = malloc(len);
+	now = malloc(len);
+	ASSERT_TRUE(want && now);
+	rc_fill(want, len, 1600, 0);
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	unlink(path);
+	ASSERT_EQ((ssize_t)len, write(fd, want, len));
+	p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	mr = ibv_reg_mr(self->db->pd, p, len, IBV_ACCESS_REMOTE_READ);
+	ASSERT_NE(NULL, mr) {
+		TH_LOG("ibv_reg_mr of the mapping: %s", strerror(errno));
+	}
+	ASSERT_EQ(IBV_WC_SUCCESS, read_into_a(_metadata, e, mr, p, len));
+	EXPECT_SAME_BYTES(e->ba.p, want, len, "READ of the file");
+
+	r = rereg(_metadata, mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+		  RC_ACCESS_ALL);
+	if (r == -EOPNOTSUPP) {
+		ibv_dereg_mr(mr);
+		SKIP(return, "rxe has no rereg_mr");
+	}
+	EXPECT_NE(0, r) {
+		TH_LOG("write rights to a read-only mapping were granted");
+	}
+	TH_LOG("rereg for writing: %s", strerror(-r));
+	EXPECT_EQ(IBV_WC_SUCCESS, read_into_a(_metadata, e, mr, p, len)) {
+		TH_LOG("READ after the refused rereg");
+	}
+	EXPECT_SAME_BYTES(e->ba.p, want, len, "READ after the refused rereg");
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	ASSERT_EQ((ssize_t)len, pread(fd, now, len, 0));
+	EXPECT_SAME_BYTES(now, want, len, "the file");
+	munmap(p, len);
+	close(fd);
+	free(want);
+	free(now);
 }
 
 /*

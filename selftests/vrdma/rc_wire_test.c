@@ -55,6 +55,10 @@
  *                       again once the address is gone
  *   psn_wrap_requester  a NAK for PSN 0 of a message that began before the
  *                       wrap resumes at the right offset
+ *   sqd_mtu_change      a new path in SQD that would change the path MTU
+ *                       (the netdev's grew) is refused while an inline
+ *                       SEND is unacknowledged; its resend has the bytes
+ *                       it had; once drained, the new path is taken
  * Both:
  *   softirq             a READ request and an ACK reaching a QP that nobody
  *                       runs are executed in the receive softirq (counted:
@@ -333,6 +337,8 @@ struct peer_opts {
 	int max_rd_atomic;	/* 0: the device's (up to 16) */
 	int min_rnr_timer;	/* 0: 1 */
 	int access;		/* 0: REMOTE_WRITE | REMOTE_READ */
+	enum ibv_mtu path_mtu;	/* 0: the port's */
+	int max_inline;
 };
 
 FIXTURE(wire) {
@@ -342,6 +348,7 @@ FIXTURE(wire) {
 	uint32_t sq_psn, rq_psn;
 	long long icrc_errors;
 	bool slotted;	/* the fake peer's sends go out in bursts */
+	bool mtu_changed;	/* NETDEV0's MTU is to be restored */
 };
 
 FIXTURE_SETUP(wire)
@@ -361,6 +368,8 @@ FIXTURE_TEARDOWN(wire)
 	EXPECT_EQ(self->icrc_errors, counter("icrc_errors"));
 	if (self->slotted)
 		rc_sh("tc -n " NS " qdisc del dev " NETDEV1 " root");
+	if (self->mtu_changed)
+		rc_sh("ip link set " NETDEV0 " mtu 1500");
 	rc_buf_free(&self->b);
 	rc_qp_destroy(&self->q);
 	rc_dev_close(&self->d);
@@ -374,6 +383,7 @@ static void peer_connect(struct __test_metadata *_metadata,
 	struct ibv_qp_attr a;
 	union ibv_gid dgid;
 
+	o.max_inline = po->max_inline;
 	rc_opts_default(&o, &self->d);
 	rc_qp_create(_metadata, &self->q, &self->d, &o);
 	self->q.timeout = po->timeout;
@@ -390,6 +400,8 @@ static void peer_connect(struct __test_metadata *_metadata,
 				IBV_ACCESS_REMOTE_READ));
 	rc_rtr_attr(&a, &self->q, PEER_QPN, &dgid, po->rq_psn);
 	a.min_rnr_timer = po->min_rnr_timer ? po->min_rnr_timer : 1;
+	if (po->path_mtu)
+		a.path_mtu = po->path_mtu;
 	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a, RC_RTR_MASK));
 	rc_rts_attr(&a, &self->q, po->sq_psn);
 	if (po->max_rd_atomic)
@@ -883,6 +895,79 @@ TEST_F(wire, go_back_n)
 TEST_F(wire, psn_wrap_requester)
 {
 	go_back_n(_metadata, self, 0xfffffd, 3);
+}
+
+/*
+ * The path MTU is the smaller of the QP's and the netdev's; a new path in
+ * SQD takes the netdev's as it is then.  Packets of a message sent at 256
+ * bytes are resent from PSN distance x MTU: with 1024 there, the resend
+ * of the second packet of a 512 byte inline SEND would start 1024 bytes
+ * in, past the inline data.  The new path must wait for the SEND's ACK.
+ */
+TEST_F(wire, sqd_mtu_change)
+{
+	struct peer_opts po = { .sq_psn = 0x700, .rq_psn = 0x100,
+				.timeout = 20, .path_mtu = IBV_MTU_1024,
+				.max_inline = 512 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD };
+	uint8_t *msg = self->b.p;
+	uint32_t s = po.sq_psn;
+	union ibv_gid dgid;
+	struct rx r;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "vrdma's rule for a new path in SQD");
+	/* 576 bytes carry a path MTU of 256. */
+	self->mtu_changed = true;
+	ASSERT_EQ(0, rc_sh("ip link set " NETDEV0 " mtu 576"));
+	peer_connect(_metadata, self, &po);
+	fill(msg, 1024, 5);
+	ASSERT_EQ(0, rc_post_send(&self->q, 1, IBV_WR_SEND, &self->b, 0, 512,
+				  IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, 0));
+	EXPECT_PKT(&r, OP_SEND_FIRST, s, 1000);
+	ASSERT_EQ(256, r.len);
+	EXPECT_EQ(0, memcmp(r.data, msg, 256));
+	EXPECT_PKT(&r, OP_SEND_LAST, s + 1, 1000);
+	ASSERT_EQ(256, r.len);
+	EXPECT_EQ(0, memcmp(r.data, msg + 256, 256));
+
+	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(0, rc_sh("ip link set " NETDEV0 " mtu 1500"));
+	self->mtu_changed = false;
+	memset(&dgid, 0, sizeof(dgid));
+	dgid.raw[10] = dgid.raw[11] = 0xff;
+	inet_pton(AF_INET, IP1, dgid.raw + 12);
+	rc_rtr_attr(&a, &self->q, PEER_QPN, &dgid, po.rq_psn);
+	ASSERT_EQ(EBUSY, ibv_modify_qp(self->q.qp, &a, IBV_QP_AV)) {
+		TH_LOG("a new MTU under an unacknowledged SEND");
+	}
+
+	/* The second packet was lost: resent as it was sent. */
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = s + 1, .syn = SYN_NAK_SEQ, .msn = 0,
+	}));
+	EXPECT_PKT(&r, OP_SEND_LAST, s + 1, 1000);
+	ASSERT_EQ(256, r.len);
+	EXPECT_EQ(0, memcmp(r.data, msg + 256, 256));
+	EXPECT_QUIET("resent once");
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = s + 1, .syn = SYN_ACK, .msn = 1,
+	}));
+	expect_send_wc(_metadata, self, 1, IBV_WC_SUCCESS, IBV_WC_SEND);
+
+	/* Drained: the new path, and its MTU, are taken. */
+	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a, IBV_QP_AV));
+	a.qp_state = IBV_QPS_RTS;
+	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a, IBV_QP_STATE));
+	ASSERT_EQ(0, rc_post_send(&self->q, 2, IBV_WR_SEND, &self->b, 0, 512,
+				  IBV_SEND_SIGNALED | IBV_SEND_INLINE, 0, 0));
+	EXPECT_PKT(&r, OP_SEND_ONLY, s + 2, 1000);
+	ASSERT_EQ(512, r.len);
+	EXPECT_EQ(0, memcmp(r.data, msg, 512));
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = s + 2, .syn = SYN_ACK, .msn = 2,
+	}));
+	expect_send_wc(_metadata, self, 2, IBV_WC_SUCCESS, IBV_WC_SEND);
 }
 
 TEST_F(wire, coalesced_ack)

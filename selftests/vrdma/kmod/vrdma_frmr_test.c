@@ -479,8 +479,8 @@ static int ft_run(struct ft_ctx *c, const struct ft_case *t)
 							t->npieces, r->off + j);
 
 				if (got != c->expect[at]) {
-					ret = ft_fail(c, "READ: byte %u of range %d is %#x, want %#x",
-						      j, i, got, c->expect[at]);
+					ret = ft_fail(c, "READ: range %d byte %u: %#x, want %#x",
+						      i, j, got, c->expect[at]);
 					goto out_unmap;
 				}
 			}

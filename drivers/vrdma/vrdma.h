@@ -979,6 +979,7 @@ int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 u8 vrdma_frmr_reg(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe);
 int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote);
+struct vrdma_mr *vrdma_frmr_find(struct vrdma_dev *vdev, u32 key);
 void *vrdma_frmr_ptr(struct vrdma_mr *mr, u64 iova, u32 *chunk);
 
 /* queue.c */

@@ -322,7 +322,7 @@ void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 	/*
 	 * While the tasklet answers a READ it is scheduled on its own CPU
 	 * and sees this packet (the barrier of vrdma_qp_queue_rx() pairs
-	 * with its own): scheduled here, it would go on on this CPU.
+	 * with its own): scheduled here, it would continue on this CPU.
 	 */
 	if (bh && !READ_ONCE(qp->resp.read_bh))
 		tasklet_schedule(&qp->bh);
@@ -511,14 +511,15 @@ static bool vrdma_qp_run(struct vrdma_qp *qp)
 		}
 		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) {
 			vrdma_completer(qp, skb);
-		} else if (vrdma_responder_waits(qp, skb)) {
+			continue;
+		}
+		if (vrdma_responder_waits(qp, skb)) {
 			/* Back to the head: after the READ's responses. */
 			skb_queue_head(&qp->rx, skb);
 			break;
-		} else {
-			vrdma_responder(qp, skb);
-			WRITE_ONCE(qp->resp.read_bh, false);
 		}
+		vrdma_responder(qp, skb);
+		WRITE_ONCE(qp->resp.read_bh, false);
 	}
 	/* A READ the tasklet answers it finishes; its queue waits for it. */
 	again = !vrdma_bh_reading(qp) &&

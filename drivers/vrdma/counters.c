@@ -31,6 +31,7 @@ static const enum vrdma_counter vrdma_drop_counters[] = {
 	VRDMA_CNT_QKEY_ERR,
 	VRDMA_CNT_NO_RECV_WQE,
 	VRDMA_CNT_ATOMIC_REPLAY_MISS,
+	VRDMA_CNT_RX_QUEUE_FULL,
 };
 
 static const struct rdma_stat_desc vrdma_counter_descs[] = {
@@ -71,6 +72,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_SOFTIRQ_RESP].name	= "softirq_responses",
 	[VRDMA_CNT_SOFTIRQ_READ].name	= "softirq_reads",
 	[VRDMA_CNT_DOORBELLS].name	= "doorbells",
+	[VRDMA_CNT_RX_QUEUE_FULL].name	= "rx_queue_full",
 	[VRDMA_CNT_RCVD_DROPPED].name	= "rcvd_dropped",
 };
 

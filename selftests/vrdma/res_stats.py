@@ -43,10 +43,21 @@ def result(ok, desc, info=None):
     sys.stdout.flush()
 
 
-def rdma_json(*args):
-    out = subprocess.run(['rdma', '-j', '-dd'] + list(args),
+def rdma_json(*args, user=None):
+    """rdma -j -dd ARGS, as root or, with @user, as that uid (setpriv)."""
+    pre = [] if user is None else ['setpriv', f'--reuid={user}',
+                                   f'--regid={user}', '--clear-groups']
+    out = subprocess.run(pre + ['rdma', '-j', '-dd'] + list(args),
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out) if out.strip() else []
+
+
+def rdma_text(*args, user=None):
+    """rdma -dd ARGS as plain text, as root or as uid @user."""
+    pre = [] if user is None else ['setpriv', f'--reuid={user}',
+                                   f'--regid={user}', '--clear-groups']
+    return subprocess.run(pre + ['rdma', '-dd'] + list(args),
+                          capture_output=True, text=True, check=True).stdout
 
 
 LOCAL_DIRECT = '/sys/module/vrdma/parameters/local_direct'
@@ -68,6 +79,76 @@ def res(kind, dev):
     # This process's objects only: ib_core's own (QP1's CQ...) are not.
     return [r for r in rdma_json('res', 'show', kind)
             if r.get('ifname') == dev and r.get('pid') == os.getpid()]
+
+
+def mrs_of(pid, dev, user=None):
+    """The driver view of @pid's MRs on @dev, as seen by root or @user."""
+    return [drv(r) for r in rdma_json('res', 'show', 'mr', user=user)
+            if r.get('ifname') == dev and r.get('pid') == pid]
+
+
+def text_lines(pid, dev, user=None):
+    """The lines of "rdma -dd res show mr" for @pid's MRs on @dev."""
+    return [ln for ln in rdma_text('res', 'show', 'mr', user=user).splitlines()
+            if f'dev {dev} ' in ln and f' pid {pid} ' in ln + ' ']
+
+
+NOBODY = 65534
+
+
+def iova(entry):
+    """An entry's iova (a number in JSON), or None if not shown."""
+    v = entry.get('iova')
+    return int(v, 16) if isinstance(v, str) else v
+
+
+def check_addresses(side):
+    """MR addresses: only to root (CAP_NET_ADMIN) and to the owner.
+
+    The MR of this process (root) as uid 65534 shows no iova, as root it
+    shows its address; a process of uid 65534 sees the iova of its own MR
+    and not root's.
+    """
+    me, addr = os.getpid(), side.mr.buf
+    mine = mrs_of(me, DEV0)
+    result(len(mine) == 1 and iova(mine[0]) == addr,
+           f'{DEV0}: res mr -dd as root: the iova of root\'s MR', mine)
+    seen = mrs_of(me, DEV0, user=NOBODY)
+    lines = text_lines(me, DEV0, user=NOBODY)
+    result(len(seen) == 1 and 'iova' not in seen[0] and
+           seen[0].get('length') == PAGES * 4096,
+           f'{DEV0}: res mr -dd -j as uid {NOBODY}: root\'s MR listed, '
+           'no iova', seen)
+    result(len(lines) == 1 and 'iova' not in lines[0] and
+           f'{addr:x}' not in lines[0],
+           f'{DEV0}: res mr -dd as uid {NOBODY}: root\'s MR listed, no iova',
+           lines)
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:
+        # The PD is the parent's too: only what the child made is undone,
+        # and _exit() skips every other object's destructor.
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            own = MR(side.pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+            theirs = mrs_of(os.getpid(), DEV0)
+            root = mrs_of(me, DEV0)
+            result(len(theirs) == 1 and iova(theirs[0]) == own.buf,
+                   f'{DEV0}: res mr -dd as uid {NOBODY}: its own MR\'s iova',
+                   theirs)
+            result(len(root) == 1 and 'iova' not in root[0],
+                   f'{DEV0}: ... and not that of root\'s MR', root)
+            own.close()
+            code = 0
+        except Exception as ex:  # pylint: disable=broad-except
+            print(f'# the uid {NOBODY} child: {ex!r}')
+        sys.stdout.flush()
+        os._exit(code)
+    _, status = os.waitpid(child, 0)
+    result(status == 0, f'the uid {NOBODY} child ran to its end', status)
 
 
 def drv(entry):
@@ -198,6 +279,7 @@ def main():
                  {'mrlen': PAGES * 4096, 'type': 'user',
                   'length': PAGES * 4096, 'pinned_pages': PAGES,
                   'bound_mws': 0})
+    check_addresses(a)
     pds = res('pd', DEV0)
     result(len(pds) >= 1, f'{DEV0}: res pd lists the PD', pds)
     cqs = [drv(r) for r in res('cq', DEV1)]

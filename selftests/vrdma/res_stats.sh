@@ -10,7 +10,9 @@
 # (an MR's iova) are shown only to root and to the owner: not to uid 65534
 # for root's MR (res_stats.py) nor for a kernel fast-registration MR,
 # whose iova is a kernel address (NVMe over RDMA from vrdma0 to itself:
-# nvme_rdma's MRs, after I/O).
+# nvme_rdma's MRs, after I/O).  A flood of UD packets to a QP whose task
+# cannot run (res_stats.py) finds at most VRDMA_RX_QUEUE_MAX of them
+# queued, the rest dropped and counted in rx_queue_full.
 #
 # vrdma0 sits on rs0; vrdma1 on rs1, the other end of the veth, in network
 # namespace rsns, so that packets cross the wire.
@@ -131,7 +133,7 @@ wait_until 10 sh -c 'rdma link show vrdma0/1 | grep -q ACTIVE' &&
 stats=$(rdma statistic show link vrdma0/1)
 for c in sent_pkts rcvd_pkts sent_bytes rcvd_bytes retransmits nak_sent \
 	nak_rcvd rnr_nak_sent rnr_nak_rcvd icrc_errors rcvd_dropped \
-	cq_overflows; do
+	cq_overflows rx_queue_full; do
 	check_match "statistic: $c" " $c [0-9]+" "$stats"
 done
 
@@ -141,7 +143,7 @@ while read -r tag rc desc; do
 	*) echo "$tag $rc $desc" ;;
 	esac
 done < <(/usr/bin/python3 "$(dirname "$0")/res_stats.py" vrdma0 rs0 \
-	vrdma1 10.219.0.2 2>&1; echo "R $? res_stats.py ran to its end")
+	vrdma1 10.219.0.2 10.219.0.1 2>&1; echo "R $? res_stats.py ran to its end")
 
 kernel_mr_addresses
 

@@ -6,11 +6,10 @@
  * Shared memory is zeroed pages (no stale kernel data reaches user space),
  * charged to the process's memory cgroup, mapped into the vmalloc area as
  * remap_vmalloc_range() wants (vrdma_vmalloc_user()) and registered as an
- * rdma_user_mmap_entry.  ib_core hands
- * out the mmap offsets, checks that only the owning context maps them, and
- * when the device goes away while the process lives (disassociation) it
- * zaps the mappings; we free the memory in mmap_free once the last user of
- * an entry is gone.
+ * rdma_user_mmap_entry.  ib_core hands out the mmap offsets, checks that
+ * only the owning context maps them, and when the device goes away while
+ * the process lives (disassociation) it zaps the mappings; we free the
+ * memory in mmap_free once the last user of an entry is gone.
  */
 #include <linux/mm.h>
 #include <linux/vmalloc.h>

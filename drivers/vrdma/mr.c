@@ -78,7 +78,8 @@ static int vrdma_mr_map_umem(struct vrdma_mr *mr)
 	unsigned long i = 0;
 
 	mr->npages = ib_umem_num_pages(mr->umem);
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
+				   VRDMA_GFP_USER);
 	if (!mr->pages)
 		return -ENOMEM;
 

@@ -75,16 +75,18 @@ rows()
 	row v2r 4 mckey -C 20 -S 1000
 	row r2v 4 mckey -C 20 -S 100
 	# A link slower than the QP timeout (4.096 us * 2^14 = 67 ms, the
-	# pingpongs' own): every request times out, is sent again, and the
-	# answers to the first copy arrive late; they are answers all the same.
-	slow_row v2r 4 ibv_rc_pingpong --chk -n 10 -s 101
-	slow_row r2v 4 ibv_rc_pingpong --chk -n 10 -s 101
-	slow_row v2r 4 ib_send_bw -s 4096 -n 20 -u 14
-	slow_row r2v 4 ib_send_bw -s 4096 -n 20 -u 14
-	slow_row v2r 4 ib_write_bw -s 4096 -n 20 -u 14
-	slow_row r2v 4 ib_write_bw -s 4096 -n 20 -u 14
-	slow_row v2r 4 ib_read_bw -s 4096 -n 20 -u 14
-	slow_row r2v 4 ib_read_bw -s 4096 -n 20 -u 14
+	# pingpongs' own): every request times out and its first packet is
+	# sent again; the answers to what was sent before, and to that copy (an
+	# ACK of the latest PSN the responder executed), arrive late and are
+	# answers all the same.  Messages of several packets each.
+	slow_row v2r 4 ibv_rc_pingpong --chk -n 10
+	slow_row r2v 4 ibv_rc_pingpong --chk -n 10
+	slow_row v2r 4 ib_send_bw -s 65536 -n 20 -u 14
+	slow_row r2v 4 ib_send_bw -s 65536 -n 20 -u 14
+	slow_row v2r 4 ib_write_bw -s 65536 -n 20 -u 14
+	slow_row r2v 4 ib_write_bw -s 65536 -n 20 -u 14
+	slow_row v2r 4 ib_read_bw -s 65536 -n 20 -u 14
+	slow_row r2v 4 ib_read_bw -s 65536 -n 20 -u 14
 	slow_row v2r 4 ib_atomic_bw -n 20 -u 14
 	slow_row r2v 4 ib_atomic_bw -n 20 -u 14
 }

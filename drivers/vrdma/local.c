@@ -564,7 +564,7 @@ static bool vrdma_local_ready(struct vrdma_qp *qp, struct vrdma_qp *dqp)
 /**
  * vrdma_local_exec() - move the next message of an RC QP to its local
  *	peer without packets, if it can be
- * @qp: the requesting QP, mutex held
+ * @qp: the requesting QP, engines owned, mutex held
  * @swqe: the WQE at req.cur, new (nothing of it sent), checked and
  *	successful so far, allowed to start (fence, max_rd_atomic)
  *
@@ -580,6 +580,8 @@ int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	struct vrdma_dev *ldev;
 	struct vrdma_qp *dqp;
 	int done = 0;
+
+	vrdma_qp_assert_locked(qp);
 
 	if (!READ_ONCE(local_direct) || qp->ibqp.qp_type != IB_QPT_RC ||
 	    swqe->state != VRDMA_SWQE_NEW || qp->req.offset ||

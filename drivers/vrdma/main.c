@@ -160,7 +160,7 @@ static int __init vrdma_init(void)
 	int ret;
 
 	vrdma_copy_init();
-	ret = vrdma_qp_init();
+	ret = vrdma_sched_init();
 	if (ret)
 		return ret;
 	ret = vrdma_parent_init();
@@ -178,7 +178,7 @@ static int __init vrdma_init(void)
 err_parent:
 	vrdma_parent_exit();
 err_qp:
-	vrdma_qp_exit();
+	vrdma_sched_exit();
 	return ret;
 }
 
@@ -190,7 +190,7 @@ static void __exit vrdma_exit(void)
 	vrdma_debugfs_exit();
 	vrdma_net_exit();
 	vrdma_parent_exit();
-	vrdma_qp_exit();
+	vrdma_sched_exit();
 	pr_info("vrdma: unloaded\n");
 }
 

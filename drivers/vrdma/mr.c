@@ -386,7 +386,7 @@ int vrdma_mr_check(struct vrdma_mr *mr, struct vrdma_pd *pd, u32 key,
 
 /**
  * vrdma_rkey_get() - the memory an rkey of a request opens
- * @qp: the responder's QP, mutex held
+ * @qp: the responder's QP, engines owned
  * @rkey: from the packet (untrusted): an MR's or a memory window's
  * @va: first address
  * @length: bytes, not 0
@@ -405,6 +405,8 @@ int vrdma_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 {
 	struct vrdma_mr *mr;
 	int ret;
+
+	vrdma_qp_assert_owned(qp);
 
 	if (VRDMA_KEY_IS_MW(rkey))
 		return vrdma_mw_rkey_get(qp, rkey, va, length, access, mrp);

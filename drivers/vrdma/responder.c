@@ -145,7 +145,7 @@ struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num)
 
 /**
  * vrdma_resp_res_install() - make @res the QP's responder resources
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned, mutex held
  * @res: from vrdma_resp_res_alloc(@num); the QP owns it now
  * @num: its entries
  *
@@ -157,6 +157,8 @@ void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
 {
 	struct vrdma_resp *resp = &qp->resp;
 	u32 i, keep = min(num, resp->res_num);
+
+	vrdma_qp_assert_locked(qp);
 
 	/* The newest entries, oldest first, go to the start. */
 	for (i = 0; i < keep; i++)
@@ -170,7 +172,7 @@ void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
 
 /**
  * vrdma_resp_res_reset() - forget every READ and ATOMIC (QP reset)
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned, mutex held
  */
 void vrdma_resp_res_reset(struct vrdma_qp *qp)
 {
@@ -306,41 +308,6 @@ static void vrdma_complete_rwqe(struct vrdma_qp *qp, struct sk_buff *skb,
 	qp->rwqe.valid = false;
 	if (vrdma_cq_post(qp->rcq, &cqe, pkt->se))
 		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
-}
-
-/**
- * vrdma_flush_rq() - complete every posted receive WQE with a flush error
- * @qp: the QP, mutex held, in the error state
- *
- * With an SRQ only the WQE the QP holds is flushed: the SRQ's WQEs belong
- * to the SRQ and other QPs take them.
- */
-void vrdma_flush_rq(struct vrdma_qp *qp)
-{
-	struct vrdma_queue *q = &qp->rq;
-	struct vrdma_cqe cqe = {
-		.status = IB_WC_WR_FLUSH_ERR,
-		.opcode = IB_WC_RECV,
-		.qp_num = qp->ibqp.qp_num,
-	};
-	u32 count;
-
-	if (qp->rwqe.valid) {
-		cqe.wr_id = qp->rwqe.wqe->wr_id;
-		qp->rwqe.valid = false;
-		vrdma_cq_post(qp->rcq, &cqe, false);
-	}
-	if (qp->srq)
-		return;
-	if (vrdma_queue_count(q, &count))
-		count = 0;	/* garbage index: nothing can be trusted */
-	while (count--) {
-		struct vrdma_recv_wqe *w = vrdma_queue_slot(q, q->kidx);
-
-		cqe.wr_id = READ_ONCE(w->wr_id);
-		vrdma_queue_consume(q, 1);
-		vrdma_cq_post(qp->rcq, &cqe, false);
-	}
 }
 
 /*
@@ -615,6 +582,8 @@ bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
 {
 	struct vrdma_resp *resp = &qp->resp;
 
+	vrdma_qp_assert_owned(qp);
+
 	vrdma_flush_ack(qp);
 	while (resp->read_active && burst--) {
 		u32 paylen = min(resp->read_resid, qp->mtu);
@@ -707,6 +676,8 @@ static bool vrdma_read_after_current(struct vrdma_qp *qp, u32 psn)
 bool vrdma_responder_waits(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+
+	vrdma_qp_assert_owned(qp);
 
 	if (!qp->resp.read_active)
 		return false;
@@ -871,6 +842,8 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	struct vrdma_resp *resp = &qp->resp;
 	bool inv_failed = false;
 	int diff;
+
+	vrdma_qp_assert_owned(qp);
 
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_UC:

@@ -17,7 +17,10 @@
  *   frmr.c      fast-registration MRs of kernel consumers: REG_MR, LOCAL_INV
  *   queue.c     the shared rings (SQ, RQ, SRQ, CQ) and their index checks
  *   cq.c        completion queues: writing CQEs, notification
- *   qp.c        queue pairs: creation, the state machine, the QP's task
+ *   qp.c        queue pairs: creation, the state machine, the doorbells
+ *   sched.c     who runs a QP's engines, from where: task, tasklet, doorbell
+ *               and inline runs, timers; the lock order
+ *   rq.c        receive WQEs: taken from the RQ or SRQ, flushed
  *   srq.c       shared receive queues: one receive ring for many QPs
  *   ah.c        address handles: where a UD send goes
  *   mcast.c     UD multicast: groups of QPs, attach and detach
@@ -1024,6 +1027,7 @@ static inline void *vrdma_queue_slot(struct vrdma_queue *q, u32 idx)
 void vrdma_queue_consume(struct vrdma_queue *q, u32 n);
 void vrdma_queue_produce(struct vrdma_queue *q);
 void vrdma_queue_reset(struct vrdma_queue *q);
+void vrdma_sq_want_doorbell(struct vrdma_qp *qp);
 
 /* cq.c */
 int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -1048,15 +1052,32 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 struct vrdma_qp *vrdma_qp_get(struct vrdma_dev *vdev, u32 qpn);
 void vrdma_qp_put(struct vrdma_qp *qp);
-int vrdma_qp_init(void);
-void vrdma_qp_exit(void);
+void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
+void vrdma_qp_sq_error(struct vrdma_qp *qp);
+bool vrdma_qp_receives(struct vrdma_qp *qp);
+
+/* sched.c */
+int vrdma_sched_init(void);
+void vrdma_sched_exit(void);
+void vrdma_sched_qp_init(struct vrdma_qp *qp);
+void vrdma_sched_qp_stop(struct vrdma_qp *qp);
 /* Bit of vrdma_qp.owner. */
 #define VRDMA_QP_OWNED	0
 
-/* The engines' state may be touched: the QP is owned (vrdma_qp_lock()). */
+/*
+ * The engines' state may be touched: the QP is owned, by a holder of its
+ * mutex (vrdma_qp_lock()) or by its tasklet (sched.c).
+ */
 static inline void vrdma_qp_assert_owned(struct vrdma_qp *qp)
 {
 	lockdep_assert(test_bit(VRDMA_QP_OWNED, &qp->owner));
+}
+
+/* Owned in process context: what the tasklet must leave to the task. */
+static inline void vrdma_qp_assert_locked(struct vrdma_qp *qp)
+{
+	lockdep_assert_held(&qp->mutex);
+	vrdma_qp_assert_owned(qp);
 }
 
 void vrdma_qp_lock(struct vrdma_qp *qp);
@@ -1064,12 +1085,13 @@ bool vrdma_qp_trylock(struct vrdma_qp *qp);
 void vrdma_qp_unlock(struct vrdma_qp *qp);
 void vrdma_qp_schedule(struct vrdma_qp *qp);
 void vrdma_qp_continue(struct vrdma_qp *qp);
-void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
-void vrdma_qp_sq_error(struct vrdma_qp *qp);
-bool vrdma_qp_receives(struct vrdma_qp *qp);
+void vrdma_qp_doorbell(struct vrdma_qp *qp);
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb);
+
+/* rq.c */
 bool vrdma_take_rwqe(struct vrdma_qp *qp);
+void vrdma_flush_rq(struct vrdma_qp *qp);
 
 /* debugfs.c */
 void vrdma_debugfs_init(void);
@@ -1125,11 +1147,9 @@ void vrdma_requester_bh(struct vrdma_qp *qp);
 int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 		      u32 offset, void *buf, u32 length);
 void vrdma_flush_sq(struct vrdma_qp *qp);
-void vrdma_sq_want_doorbell(struct vrdma_qp *qp);
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
 bool vrdma_responder_waits(struct vrdma_qp *qp, struct sk_buff *skb);
-void vrdma_flush_rq(struct vrdma_qp *qp);
 struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num);
 void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
 			    u32 num);
@@ -1138,6 +1158,7 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 			 u8 status);
 void vrdma_retrans_arm(struct vrdma_qp *qp);
+void vrdma_timed_out(struct vrdma_qp *qp);
 void vrdma_fail_head(struct vrdma_qp *qp, u8 status);
 struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
 void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout);

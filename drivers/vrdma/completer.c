@@ -39,8 +39,13 @@ static u32 vrdma_read_expect(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	return vrdma_psn_add(swqe->first_psn, swqe->read_done / qp->mtu);
 }
 
-/* Forward progress: the retry counter starts over, the timer too. */
-static void vrdma_progress(struct vrdma_qp *qp)
+/**
+ * vrdma_req_progress() - requests were acknowledged: forward progress
+ * @qp: the QP, engines owned; req.una moved on
+ *
+ * The retry counter starts over, the retransmission timer too.
+ */
+void vrdma_req_progress(struct vrdma_qp *qp)
 {
 	qp->req.retry = 0;
 	qp->req.rewound = false;
@@ -115,7 +120,7 @@ static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 	if (vrdma_psn_diff(una, qp->req.una) > 0) {
 		qp->req.una = una;
 		vrdma_skip_acked(qp);
-		vrdma_progress(qp);
+		vrdma_req_progress(qp);
 	}
 	if (implied)
 		vrdma_count(qp->vdev, VRDMA_CNT_IMPLIED_NAK);

@@ -512,7 +512,7 @@ int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
  * @chunk: set to the bytes the pointer is valid for, at most @length (to
  *	the end of a page, or of a fast-reg MR's page)
  *
- * The loopback path (local.c) copies from one MR to another through two of
+ * The loopback path (loopback.c) copies from one MR to another through two of
  * these at once.  Undo with vrdma_mr_unmap(), in reverse order.
  *
  * Return: the kernel address, or NULL for a DMA MR address that is not

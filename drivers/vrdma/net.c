@@ -856,7 +856,7 @@ bool vrdma_pkt_local(struct vrdma_dev *vdev, struct vrdma_av *av)
  * @av: the path
  *
  * The device vrdma_pkt_send() would deliver a packet on @av to inside the
- * driver, for the loopback path (local.c), which moves a whole message
+ * driver, for the loopback path (loopback.c), which moves a whole message
  * without packets.
  *
  * Context: any.

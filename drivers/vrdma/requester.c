@@ -11,7 +11,7 @@
  * is a single request packet that reserves one PSN per response packet; an
  * ATOMIC is a single request packet (AtomicETH) answered by one ATOMIC
  * ACKNOWLEDGE.  An RC message to a QP of this host is first offered to the
- * loopback path (local.c), which moves it whole, without packets.
+ * loopback path (loopback.c), which moves it whole, without packets.
  *
  * At most VRDMA_WINDOW packets are unacknowledged at a time (one after a
  * timeout, until it is acknowledged: see vrdma_retry()); the completer
@@ -529,7 +529,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 		 * A local peer: the whole message at once, no packet.  Not
 		 * from the tasklet: it takes the peer's mutex.
 		 */
-		if (acked && !bh && vrdma_local_exec(qp, swqe)) {
+		if (acked && !bh && vrdma_loopback_exec(qp, swqe)) {
 			if (qp->state == IB_QPS_ERR)
 				return;
 			continue;
@@ -652,7 +652,7 @@ void vrdma_requester(struct vrdma_qp *qp)
  * them from here saves waking the task, as rxe's completer runs its
  * requester.  It sends at most VRDMA_BH_BUDGET packets, leaving the rest
  * to the tasklet's next run (req.bh_more), and nothing that needs process
- * context: the loopback path (local.c) and the local operations (bind,
+ * context: the loopback path (loopback.c) and the local operations (bind,
  * register, invalidate) are left to the task, which it queues.
  */
 void vrdma_requester_bh(struct vrdma_qp *qp)

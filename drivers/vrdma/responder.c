@@ -481,6 +481,19 @@ static void vrdma_exec_read(struct vrdma_qp *qp, struct sk_buff *skb)
 	vrdma_read_start(qp, va, rkey, len, pkt->psn);
 }
 
+/**
+ * vrdma_resp_advance() - a request was executed: expect the next one
+ * @qp: the QP, engines owned
+ * @npkts: PSNs it took (a READ: one per response)
+ * @msg_end: it ended a message, which the MSN counts
+ */
+void vrdma_resp_advance(struct vrdma_qp *qp, u32 npkts, bool msg_end)
+{
+	qp->resp.psn = vrdma_psn_add(qp->resp.psn, npkts);
+	if (msg_end)
+		qp->resp.msn++;
+}
+
 /*
  * An ATOMIC request: check it, execute it, remember the answer and send
  * it.  IBA 9.4.5: the address must be 8-byte aligned, else the request is
@@ -527,8 +540,7 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 
 	trace_vrdma_atomic(qp, pkt->opcode, va, be64_to_cpu(atmeth->comp),
 			   be64_to_cpu(atmeth->swap_add), orig);
-	resp->psn = vrdma_psn_add(resp->psn, 1);
-	resp->msn++;
+	vrdma_resp_advance(qp, 1, true);
 	res = vrdma_res_new(qp, VRDMA_RES_ATOMIC, pkt->psn);
 	res->orig = orig;
 	res->msn = resp->msn;
@@ -825,7 +837,7 @@ static void vrdma_uc_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (qp->state == IB_QPS_ERR || resp->drop)
 		goto out;
 	resp->opcode = pkt->opcode;
-	resp->psn = vrdma_psn_add(resp->psn, 1);
+	vrdma_resp_advance(qp, 1, false);	/* UC counts no MSN */
 out:
 	consume_skb(skb);
 }
@@ -962,13 +974,10 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		res->rkey = be32_to_cpu(reth->rkey);
 		res->len = be32_to_cpu(reth->len);
 		res->last_psn = vrdma_psn_add(pkt->psn, npkts - 1);
-		resp->psn = vrdma_psn_add(resp->psn, npkts);
-		resp->msn++;
+		vrdma_resp_advance(qp, npkts, true);
 		goto out;
 	}
-	resp->psn = vrdma_psn_add(resp->psn, 1);
-	if (pkt->mask & VRDMA_OPF_LAST)
-		resp->msn++;
+	vrdma_resp_advance(qp, 1, pkt->mask & VRDMA_OPF_LAST);
 	if (inv_failed) {
 		/* The SEND is done: ACK it at once, the QP goes to error. */
 		vrdma_send_ack(qp, pkt->psn,

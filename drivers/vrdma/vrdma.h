@@ -31,7 +31,7 @@
  *   requester.c SQ WQEs become request packets
  *   responder.c request packets are checked, placed, and ACKed
  *   completer.c ACKs and read responses complete SQ WQEs
- *   local.c     the loopback path: RC messages between QPs of this host,
+ *   loopback.c  the loopback path: RC messages between QPs of this host,
  *               moved MR to MR without packets
  *   copy.c      the bulk payload copy, its routine timed at module load
  *   ud.c        UD datagrams (and QP1, GSI): one packet per message, Q_Key,
@@ -185,8 +185,8 @@ enum vrdma_counter {
 	VRDMA_CNT_RNR_RETRY_EXC,	/* WQEs failed: rnr_retry exceeded */
 	VRDMA_CNT_ACK_SENT,		/* ACKs sent (not NAKs, not responses) */
 	VRDMA_CNT_ACK_COALESCED,	/* ACK requests answered by a later ACK */
-	VRDMA_CNT_LOCAL_OPS,		/* messages moved by local.c, no packet */
-	VRDMA_CNT_LOCAL_BYTES,		/* their payload bytes */
+	VRDMA_CNT_LOOPBACK_MSGS,	/* RC messages moved by loopback.c */
+	VRDMA_CNT_LOOPBACK_BYTES,	/* their payload bytes */
 	VRDMA_CNT_MCAST_SENT,		/* UD: packets sent to a multicast GID */
 	VRDMA_CNT_MCAST_RCVD,		/* UD: multicast packets delivered */
 	VRDMA_CNT_SOFTIRQ_RESP,		/* responses completed in the softirq */
@@ -1150,6 +1150,7 @@ void vrdma_flush_sq(struct vrdma_qp *qp);
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
 bool vrdma_responder_waits(struct vrdma_qp *qp, struct sk_buff *skb);
+void vrdma_resp_advance(struct vrdma_qp *qp, u32 npkts, bool msg_end);
 struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num);
 void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
 			    u32 num);
@@ -1158,12 +1159,13 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 			 u8 status);
 void vrdma_retrans_arm(struct vrdma_qp *qp);
+void vrdma_req_progress(struct vrdma_qp *qp);
 void vrdma_timed_out(struct vrdma_qp *qp);
 void vrdma_fail_head(struct vrdma_qp *qp, u8 status);
 struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
 void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout);
-/* local.c: RC messages between QPs of this host, without packets */
-int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
+/* loopback.c: RC messages between QPs of this host, without packets */
+int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
 /* copy.c: the bulk payload copy */
 void vrdma_copy(void *dst, const void *src, size_t len);
 int vrdma_copy_from_skb(const struct sk_buff *skb, int offset, void *to,

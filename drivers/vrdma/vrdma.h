@@ -8,7 +8,8 @@
  *   main.c      module init/exit, "rdma link add ... type vrdma"
  *   device.c    the ib_device: capabilities (query_device) and the verbs table
  *   port.c      the single RoCEv2 port: state, MTU, GIDs, P_Keys
- *   net.c       the bound Ethernet netdev: carrier/MTU/unregister events
+ *   netdev.c    the bound Ethernet netdev (carrier, MTU, unregister
+ *               events) and which addresses are this host's
  *   parent.c    the parent device whose net/ names the bound netdev
  *   ucontext.c  a process's context and the mmap of shared memory into it
  *   pd.c        protection domains
@@ -917,6 +918,17 @@ int vrdma_net_init(void);
 void vrdma_net_exit(void);
 int vrdma_net_dev_open(struct vrdma_dev *vdev);
 void vrdma_net_dev_close(struct vrdma_dev *vdev);
+
+/* netdev.c */
+int vrdma_netdev_init(void);
+void vrdma_netdev_exit(void);
+struct vrdma_dev *vrdma_dev_by_ndev(struct net_device *ndev);
+struct net_device *vrdma_addr_ndev(struct net *net, bool ipv6,
+				   __be32 addr4,
+				   const struct in6_addr *addr6);
+struct net_device *vrdma_av_local_ndev(struct net *net, struct vrdma_av *av);
+bool vrdma_ndev_active(struct net_device *ndev);
+bool vrdma_pkt_local(struct vrdma_dev *vdev, struct vrdma_av *av);
 struct vrdma_dev *vrdma_local_dev(struct vrdma_dev *vdev,
 				  struct vrdma_av *av);
 

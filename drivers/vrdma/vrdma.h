@@ -482,8 +482,10 @@ struct vrdma_rwqe {
  *	sends
  * @sgid_attr: source GID entry (RoCEv2, IPv4-mapped or IPv6)
  * @dgid: destination GID
- * @saddr4, @daddr4: IPv4 addresses when @ipv6 is false
- * @saddr6, @daddr6: IPv6 addresses when @ipv6 is true
+ * @saddr4: IPv4 source address when @ipv6 is false
+ * @daddr4: IPv4 destination address when @ipv6 is false
+ * @saddr6: IPv6 source address when @ipv6 is true
+ * @daddr6: IPv6 destination address when @ipv6 is true
  * @ipv6: network type
  * @dmac: destination MAC, resolved by ib_core
  * @tos: traffic class
@@ -736,7 +738,9 @@ struct vrdma_resp {
  * @draining: the mutex holder (task or doorbell) takes in @rx before it
  *	lets go and looks again after; a packet's sender then need not
  *	queue the task (vrdma_qp_rcv(), vrdma_qp_rcv_local())
- * @task: runs completer, responder and requester for this QP
+ * @task: the QP's task, queued by events at high priority (sched.c)
+ * @task_more: the same task, queued by a run that has work left, at
+ *	normal priority
  * @bh: executes responses and READ requests in the softirq (vrdma_qp_bh())
  * @refs: lookups from the receive path hold a reference
  * @done: completed when @refs drops to zero

@@ -91,6 +91,10 @@ static LIST_HEAD(vrdma_nets);
  * skb_network_header() still points at the IP header, which UD reads the
  * sender's address from.
  *
+ * The checks are one sequence, in the order the headers come, each
+ * relying on the ones before it: kept whole, so that nothing is believed
+ * before it is checked can be seen at a glance.
+ *
  * Context: softirq from the wire; the sender's context when @local.
  * Consumes @skb.
  */

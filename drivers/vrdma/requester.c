@@ -460,6 +460,11 @@ static bool vrdma_exec_local(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 /*
  * Send what the SQ holds, within the window: vrdma_requester(), from the
  * QP's tasklet when @bh (vrdma_requester_bh()).
+ *
+ * One loop over the WQEs in SQ order, whole: each condition that holds
+ * the next WQE back (SQD, a failed WQE's turn, a fence, max_rd_atomic,
+ * the window, the budget) is a "break" the reader sees next to the others,
+ * which is what decides when the requester runs again.
  */
 static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 {

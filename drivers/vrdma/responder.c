@@ -842,18 +842,154 @@ out:
 	consume_skb(skb);
 }
 
+/*
+ * Is the request the one expected?  A duplicate is answered as the IBA
+ * says (vrdma_duplicate()); a gap is NAKed once, and every request after
+ * it dropped until the missing one is resent.
+ */
+static bool vrdma_rc_expected(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_resp *resp = &qp->resp;
+	int diff = vrdma_psn_diff(pkt->psn, resp->psn);
+
+	if (diff < 0) {
+		vrdma_duplicate(qp, skb);
+		return false;
+	}
+	if (diff > 0) {
+		/* Packets were lost (or overtaken). */
+		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+		if (!resp->nak_sent) {
+			resp->nak_sent = true;
+			vrdma_send_ack(qp, resp->psn,
+				       VRDMA_SYN_NAK | VRDMA_NAK_PSN_SEQ_ERR);
+		}
+		return false;
+	}
+	resp->nak_sent = false;
+	return true;
+}
+
+/*
+ * May the expected request be executed?  Its opcode must follow the
+ * previous one, its length fit the path MTU, and the QP must grant what it
+ * asks; else the QP fails with the NAK the IBA names.
+ */
+static bool vrdma_rc_allowed(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
+{
+	int access = qp->attr.qp_access_flags;
+
+	if (!vrdma_opcode_in_sequence(qp->resp.opcode, pkt->mask) ||
+	    ((pkt->mask & (VRDMA_OPF_SEND | VRDMA_OPF_WRITE)) &&
+	     !vrdma_length_ok(qp, pkt))) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return false;
+	}
+	if (((pkt->mask & VRDMA_OPF_WRITE) &&
+	     !(access & IB_ACCESS_REMOTE_WRITE)) ||
+	    ((pkt->mask & VRDMA_OPF_READ) &&
+	     !(access & IB_ACCESS_REMOTE_READ))) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
+				 IB_EVENT_QP_ACCESS_ERR);
+		return false;
+	}
+	/*
+	 * An ATOMIC on a QP without REMOTE_ATOMIC is an operation the QP does
+	 * not support, and a READ or ATOMIC without a single responder
+	 * resource one it cannot take: both Invalid Request (IBA class C).
+	 */
+	if (((pkt->mask & VRDMA_OPF_ATOMIC) &&
+	     !(access & IB_ACCESS_REMOTE_ATOMIC)) ||
+	    ((pkt->mask & (VRDMA_OPF_READ | VRDMA_OPF_ATOMIC)) &&
+	     !qp->resp.res_num)) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Messages that consume a receive WQE need one before anything is done:
+ * without, the requester is told to retry later (RNR).  A broken ring or
+ * WQE has put this QP in error: the request fails.  False if the request
+ * cannot go on.
+ */
+static bool vrdma_rc_have_rwqe(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
+{
+	if (!((pkt->mask & VRDMA_OPF_SEND) && (pkt->mask & VRDMA_OPF_FIRST)) &&
+	    !((pkt->mask & VRDMA_OPF_WRITE) && (pkt->mask & VRDMA_OPF_IMMDT)))
+		return true;
+	if (qp->rwqe.valid || vrdma_take_rwqe(qp))
+		return true;
+	if (qp->state == IB_QPS_ERR) {
+		vrdma_send_ack(qp, pkt->psn,
+			       VRDMA_SYN_NAK | VRDMA_NAK_REM_OP_ERR);
+	} else {
+		/* What follows is dropped, NAKed no more. */
+		qp->resp.nak_sent = true;
+		vrdma_send_ack(qp, pkt->psn,
+			       VRDMA_SYN_RNR_NAK | qp->attr.min_rnr_timer);
+	}
+	return false;
+}
+
+/*
+ * The request was executed: the responder expects the next one, a READ
+ * is remembered for its duplicates, and the request is acknowledged if it
+ * asked to be (an ATOMIC was answered already).  @inv_failed: a SEND with
+ * invalidate was placed but its rkey could not be invalidated.
+ */
+static void vrdma_rc_executed(struct vrdma_qp *qp, struct sk_buff *skb,
+			      bool inv_failed)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+
+	qp->resp.opcode = pkt->opcode;
+	if (pkt->mask & VRDMA_OPF_ATOMIC)
+		return;	/* answered, PSN and MSN moved on */
+	if (pkt->mask & VRDMA_OPF_READ) {
+		struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
+		u32 npkts = max(1U, DIV_ROUND_UP(be32_to_cpu(reth->len),
+						 qp->mtu));
+		struct vrdma_rd_atomic *res;
+
+		/* What a duplicate of it may ask for again. */
+		res = vrdma_res_new(qp, VRDMA_RES_READ, pkt->psn);
+		res->va = be64_to_cpu(reth->va);
+		res->rkey = be32_to_cpu(reth->rkey);
+		res->len = be32_to_cpu(reth->len);
+		res->last_psn = vrdma_psn_add(pkt->psn, npkts - 1);
+		vrdma_resp_advance(qp, npkts, true);
+		return;
+	}
+	vrdma_resp_advance(qp, 1, pkt->mask & VRDMA_OPF_LAST);
+	if (inv_failed) {
+		/* The SEND is done: ACK it at once, the QP goes to error. */
+		vrdma_send_ack(qp, pkt->psn,
+			       VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT);
+		vrdma_qp_error(qp, 0);
+	} else if (pkt->ack_req) {
+		vrdma_ack_later(qp, pkt->psn);
+	}
+}
+
 /**
  * vrdma_responder() - handle one request packet
  * @qp: the QP, engines owned (vrdma_qp_lock(), or the QP's tasklet:
  *	vrdma_qp_bh())
  * @skb: the request (consumed)
+ *
+ * An RC request is checked in the order of IBA 9.7.5 (PSN, opcode
+ * sequence and length, access rights, a receive WQE) before anything is
+ * executed; UC and UD have responders of their own.
  */
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
-	struct vrdma_resp *resp = &qp->resp;
 	bool inv_failed = false;
-	int diff;
 
 	vrdma_qp_assert_owned(qp);
 
@@ -876,77 +1012,10 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		return;
 	}
 
-	trace_vrdma_resp_pkt(qp, skb, resp->psn);
-	diff = vrdma_psn_diff(pkt->psn, resp->psn);
-	if (diff < 0) {
-		vrdma_duplicate(qp, skb);
+	trace_vrdma_resp_pkt(qp, skb, qp->resp.psn);
+	if (!vrdma_rc_expected(qp, skb) || !vrdma_rc_allowed(qp, pkt) ||
+	    !vrdma_rc_have_rwqe(qp, pkt))
 		goto out;
-	}
-	if (diff > 0) {
-		/*
-		 * A gap: packets were lost (or overtaken).  NAK once, then
-		 * drop every request until the missing one is resent.
-		 */
-		vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
-		if (!resp->nak_sent) {
-			resp->nak_sent = true;
-			vrdma_send_ack(qp, resp->psn,
-				       VRDMA_SYN_NAK | VRDMA_NAK_PSN_SEQ_ERR);
-		}
-		goto out;
-	}
-	resp->nak_sent = false;
-
-	if (!vrdma_opcode_in_sequence(resp->opcode, pkt->mask) ||
-	    ((pkt->mask & (VRDMA_OPF_SEND | VRDMA_OPF_WRITE)) &&
-	     !vrdma_length_ok(qp, pkt))) {
-		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
-				 IB_EVENT_QP_REQ_ERR);
-		goto out;
-	}
-	if (((pkt->mask & VRDMA_OPF_WRITE) &&
-	     !(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE)) ||
-	    ((pkt->mask & VRDMA_OPF_READ) &&
-	     !(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))) {
-		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
-				 IB_EVENT_QP_ACCESS_ERR);
-		goto out;
-	}
-	/*
-	 * An ATOMIC on a QP without REMOTE_ATOMIC is an operation the QP does
-	 * not support, and a READ or ATOMIC without a single responder
-	 * resource one it cannot take: both Invalid Request (IBA class C).
-	 */
-	if (((pkt->mask & VRDMA_OPF_ATOMIC) &&
-	     !(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC)) ||
-	    ((pkt->mask & (VRDMA_OPF_READ | VRDMA_OPF_ATOMIC)) &&
-	     !qp->resp.res_num)) {
-		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
-				 IB_EVENT_QP_REQ_ERR);
-		goto out;
-	}
-
-	/*
-	 * Messages that consume a receive WQE need one before anything is
-	 * done: without, the requester is told to retry later (RNR).  A
-	 * broken ring or WQE has put this QP in error: the request fails.
-	 */
-	if (((pkt->mask & VRDMA_OPF_SEND) && (pkt->mask & VRDMA_OPF_FIRST)) ||
-	    ((pkt->mask & VRDMA_OPF_WRITE) && (pkt->mask & VRDMA_OPF_IMMDT))) {
-		if (!qp->rwqe.valid && !vrdma_take_rwqe(qp)) {
-			if (qp->state == IB_QPS_ERR) {
-				vrdma_send_ack(qp, pkt->psn, VRDMA_SYN_NAK |
-					       VRDMA_NAK_REM_OP_ERR);
-			} else {
-				/* What follows is dropped, NAKed no more. */
-				resp->nak_sent = true;
-				vrdma_send_ack(qp, pkt->psn,
-					       VRDMA_SYN_RNR_NAK |
-					       qp->attr.min_rnr_timer);
-			}
-			goto out;
-		}
-	}
 
 	if (pkt->mask & VRDMA_OPF_SEND)
 		inv_failed = !vrdma_exec_send(qp, skb);
@@ -956,36 +1025,8 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_exec_atomic(qp, skb);
 	else
 		vrdma_exec_read(qp, skb);
-	if (qp->state == IB_QPS_ERR)
-		goto out;
-
-	resp->opcode = pkt->opcode;
-	if (pkt->mask & VRDMA_OPF_ATOMIC)
-		goto out;	/* answered, PSN and MSN moved on */
-	if (pkt->mask & VRDMA_OPF_READ) {
-		struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
-		u32 npkts = max(1U, DIV_ROUND_UP(be32_to_cpu(reth->len),
-						 qp->mtu));
-		struct vrdma_rd_atomic *res;
-
-		/* What a duplicate of it may ask for again. */
-		res = vrdma_res_new(qp, VRDMA_RES_READ, pkt->psn);
-		res->va = be64_to_cpu(reth->va);
-		res->rkey = be32_to_cpu(reth->rkey);
-		res->len = be32_to_cpu(reth->len);
-		res->last_psn = vrdma_psn_add(pkt->psn, npkts - 1);
-		vrdma_resp_advance(qp, npkts, true);
-		goto out;
-	}
-	vrdma_resp_advance(qp, 1, pkt->mask & VRDMA_OPF_LAST);
-	if (inv_failed) {
-		/* The SEND is done: ACK it at once, the QP goes to error. */
-		vrdma_send_ack(qp, pkt->psn,
-			       VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT);
-		vrdma_qp_error(qp, 0);
-	} else if (pkt->ack_req) {
-		vrdma_ack_later(qp, pkt->psn);
-	}
+	if (qp->state != IB_QPS_ERR)
+		vrdma_rc_executed(qp, skb, inv_failed);
 out:
 	consume_skb(skb);
 }

@@ -24,9 +24,22 @@
 
 /* The RNR timer values of the IBA (Table 45), in microseconds. */
 static const u32 vrdma_rnr_usecs[32] = {
-	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
-	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720,
-	40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	[IB_RNR_TIMER_655_36] = 655360,	[IB_RNR_TIMER_000_01] = 10,
+	[IB_RNR_TIMER_000_02] = 20,	[IB_RNR_TIMER_000_03] = 30,
+	[IB_RNR_TIMER_000_04] = 40,	[IB_RNR_TIMER_000_06] = 60,
+	[IB_RNR_TIMER_000_08] = 80,	[IB_RNR_TIMER_000_12] = 120,
+	[IB_RNR_TIMER_000_16] = 160,	[IB_RNR_TIMER_000_24] = 240,
+	[IB_RNR_TIMER_000_32] = 320,	[IB_RNR_TIMER_000_48] = 480,
+	[IB_RNR_TIMER_000_64] = 640,	[IB_RNR_TIMER_000_96] = 960,
+	[IB_RNR_TIMER_001_28] = 1280,	[IB_RNR_TIMER_001_92] = 1920,
+	[IB_RNR_TIMER_002_56] = 2560,	[IB_RNR_TIMER_003_84] = 3840,
+	[IB_RNR_TIMER_005_12] = 5120,	[IB_RNR_TIMER_007_68] = 7680,
+	[IB_RNR_TIMER_010_24] = 10240,	[IB_RNR_TIMER_015_36] = 15360,
+	[IB_RNR_TIMER_020_48] = 20480,	[IB_RNR_TIMER_030_72] = 30720,
+	[IB_RNR_TIMER_040_96] = 40960,	[IB_RNR_TIMER_061_44] = 61440,
+	[IB_RNR_TIMER_081_92] = 81920,	[IB_RNR_TIMER_122_88] = 122880,
+	[IB_RNR_TIMER_163_84] = 163840,	[IB_RNR_TIMER_245_76] = 245760,
+	[IB_RNR_TIMER_327_68] = 327680,	[IB_RNR_TIMER_491_52] = 491520,
 };
 
 /*
@@ -243,7 +256,8 @@ static void vrdma_rnr_nak(struct vrdma_qp *qp, u32 psn, u8 timer)
 		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
 		return;
 	}
-	if (qp->attr.rnr_retry != 7 && qp->req.rnr_retry >= qp->attr.rnr_retry) {
+	if (qp->attr.rnr_retry != VRDMA_RNR_RETRY_INFINITE &&
+	    qp->req.rnr_retry >= qp->attr.rnr_retry) {
 		vrdma_count(qp->vdev, VRDMA_CNT_RNR_RETRY_EXC);
 		vrdma_fail_head(qp, IB_WC_RNR_RETRY_EXC_ERR);
 		return;
@@ -277,13 +291,13 @@ static void vrdma_ack(struct vrdma_qp *qp, struct sk_buff *skb)
 			vrdma_retry(qp, qp->req.una, false);
 		break;
 	case VRDMA_SYN_RNR_NAK:
-		vrdma_rnr_nak(qp, psn, syn & 0x1f);
+		vrdma_rnr_nak(qp, psn, syn & VRDMA_SYN_VALUE_MASK);
 		break;
 	case VRDMA_SYN_NAK:
 		vrdma_count(qp->vdev, VRDMA_CNT_NAK_RCVD);
 		/* A NAK acknowledges every request before its PSN. */
 		vrdma_ack_up_to(qp, vrdma_psn_add(psn, -1));
-		switch (syn & 0x1f) {
+		switch (syn & VRDMA_SYN_VALUE_MASK) {
 		case VRDMA_NAK_PSN_SEQ_ERR:
 			/* Resend from there, or from a READ found short. */
 			vrdma_retry(qp, qp->req.una, false);

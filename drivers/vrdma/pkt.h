@@ -77,6 +77,15 @@ enum vrdma_nak_code {
 
 /* Credit count meaning "no flow control credits are advertised". */
 #define VRDMA_AETH_NO_CREDIT	0x1f
+/* The low 5 bits of a syndrome: credits, RNR timer or NAK code. */
+#define VRDMA_SYN_VALUE_MASK	0x1f
+
+/* The AETH field of @syndrome and @msn, in network order. */
+static inline __be32 vrdma_aeth_smsn(u8 syndrome, u32 msn)
+{
+	return cpu_to_be32((u32)syndrome << VRDMA_AETH_SYN_SHIFT |
+			   (msn & VRDMA_AETH_MSN_MASK));
+}
 
 /* Atomic extended transport header, 28 bytes */
 struct vrdma_atmeth {

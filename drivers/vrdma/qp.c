@@ -239,8 +239,7 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
 	qp->resp.res = res;
 	qp->resp.res_num = res_num;
 	vrdma_resp_res_reset(qp);
-	/* No message in progress: an opcode vrdma_opcode[] does not know. */
-	qp->resp.opcode = 0xff;
+	qp->resp.opcode = VRDMA_NO_OPCODE;	/* no message in progress */
 	qp->req.fetch = qp->sq.kidx;
 	qp->req.cur = qp->sq.kidx;
 	qp->rwqe.valid = false;
@@ -372,9 +371,11 @@ static int vrdma_qp_check_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
 				       IB_ACCESS_REMOTE_ATOMIC |
 				       IB_ACCESS_LOCAL_WRITE)))
 		return -EINVAL;
-	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+	if ((mask & IB_QP_RETRY_CNT) &&
+	    attr->retry_cnt > VRDMA_RETRY_MAX)
 		return -EINVAL;
-	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+	if ((mask & IB_QP_RNR_RETRY) &&
+	    attr->rnr_retry > VRDMA_RETRY_MAX)
 		return -EINVAL;
 	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
 		return -EINVAL;

@@ -52,8 +52,7 @@ static void vrdma_xmit_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
 	if (!skb)
 		return;	/* the requester's retry covers a lost ACK */
 	aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
-	aeth->smsn = cpu_to_be32((u32)syndrome << VRDMA_AETH_SYN_SHIFT |
-				 (qp->resp.msn & VRDMA_AETH_MSN_MASK));
+	aeth->smsn = vrdma_aeth_smsn(syndrome, qp->resp.msn);
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, psn, false, false);
 	trace_vrdma_ack_xmit(qp, psn, syndrome);
 	if ((syndrome & VRDMA_SYN_TYPE_MASK) == VRDMA_SYN_NAK)
@@ -243,9 +242,8 @@ static void vrdma_send_atomic_ack(struct vrdma_qp *qp,
 	if (!skb)
 		return;	/* the requester resends; the answer is kept */
 	aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
-	aeth->smsn = cpu_to_be32((u32)(VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT) <<
-				 VRDMA_AETH_SYN_SHIFT |
-				 (res->msn & VRDMA_AETH_MSN_MASK));
+	aeth->smsn = vrdma_aeth_smsn(VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT,
+				     res->msn);
 	atmack = vrdma_ext(skb, VRDMA_OPF_ATMACK);
 	atmack->orig = cpu_to_be64(res->orig);
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, res->psn, false, false);
@@ -637,11 +635,9 @@ bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
 			struct vrdma_aeth *aeth = vrdma_ext(skb,
 							    VRDMA_OPF_AETH);
 
-			aeth->smsn = cpu_to_be32((u32)(VRDMA_SYN_ACK |
-						       VRDMA_AETH_NO_CREDIT) <<
-						 VRDMA_AETH_SYN_SHIFT |
-						 (resp->msn &
-						  VRDMA_AETH_MSN_MASK));
+			aeth->smsn = vrdma_aeth_smsn(VRDMA_SYN_ACK |
+						     VRDMA_AETH_NO_CREDIT,
+						     resp->msn);
 		}
 		vrdma_bth_init(skb, qp->attr.dest_qp_num, resp->read_psn,
 			       false, false);
@@ -782,7 +778,7 @@ static bool vrdma_uc_in_sequence(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
 			vrdma_uc_drop(qp);
 		resp->drop = false;
 		resp->psn = pkt->psn;
-		resp->opcode = 0xff;	/* no message in progress */
+		resp->opcode = VRDMA_NO_OPCODE;
 		return true;
 	}
 	if (resp->drop)

@@ -873,6 +873,14 @@ static inline struct vrdma_ah *to_vah(struct ib_ah *ibah)
 	return container_of(ibah, struct vrdma_ah, ibah);
 }
 
+/* PSNs are 24 bits. */
+#define VRDMA_PSN_MASK		0xffffff
+/* resp.opcode when no message is in progress: vrdma_opcode[] knows none. */
+#define VRDMA_NO_OPCODE		0xff
+/* retry_cnt and rnr_retry are 3 bits; an rnr_retry of 7 retries for ever. */
+#define VRDMA_RETRY_MAX		7
+#define VRDMA_RNR_RETRY_INFINITE 7
+
 /* 24-bit PSN arithmetic: a - b as a signed distance. */
 static inline int vrdma_psn_diff(u32 a, u32 b)
 {
@@ -881,7 +889,7 @@ static inline int vrdma_psn_diff(u32 a, u32 b)
 
 static inline u32 vrdma_psn_add(u32 psn, u32 n)
 {
-	return (psn + n) & 0xffffff;
+	return (psn + n) & VRDMA_PSN_MASK;
 }
 
 /* The requester sent up to req.psn: keep req.max_psn the highest. */

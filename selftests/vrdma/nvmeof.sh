@@ -262,7 +262,7 @@ wait "$fio_pid"
 fio_rc=$?
 echo "# fio ended after $((SECONDS - t0)) s, exit $fio_rc"
 grep -m 3 'err=' "$scratch/kill.log" | sed 's/^/#   /'
-check_fails "fio's I/O failed (the device is gone)" test "$fio_rc" -eq 0
+check "fio's I/O failed (the device is gone)" test "$fio_rc" -ne 0
 # timeout(1) exits 124 (137 after -k) when it had to stop fio.
 check "fio ended by itself, no hang" test "$fio_rc" -ne 124 -a "$fio_rc" -ne 137
 check "the controller's block device is gone" wait_until $((60 * SLOW)) no_ns_dev

@@ -306,7 +306,7 @@ check "nvme disconnect, the block device goes away" disconnect
 # nvmet_config_sem held, and lockdep, which has one class for every
 # cm_id's handler_mutex, takes that for the reverse of an ESTABLISHED
 # handler running a queued connect command (which takes the semaphore):
-# upstream code, on any RDMA device (docs/robustness.md, finding 10).
+# upstream code, on any RDMA device.
 same_res() { [ "$(rdma_res)" = "$res0" ]; }
 check "no QP, CQ, MR or PD of the ULPs left on $DEV" \
 	wait_until $((30 * SLOW)) same_res

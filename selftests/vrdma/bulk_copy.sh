@@ -30,8 +30,8 @@ if [ "$loaded" = 0 ]; then
 		"^vrdma: bulk copy: ${auto% (auto)} \\(4 KiB: memcpy [0-9]+ MB/s, words [0-9]+ MB/s\\)" \
 		"$(dmesg | sed 's/^\[[^]]*\] //' | grep 'vrdma: bulk copy:')"
 fi
-check_fails "bulk_copy refuses an unknown routine" \
-	sh -c "echo nosuch >$PARAM"
+check_fails "bulk_copy refuses an unknown routine" "Invalid argument" \
+	bash -c "echo nosuch >$PARAM"
 
 # run_tests ROUTINE LOCAL: one TAP line per rc_test test.
 run_tests()

@@ -117,7 +117,7 @@ TEST_F(ex, inline_data)
 	env_create(_metadata, self, &o, 64 * 1024, RC_ACCESS_ALL);
 	max = self->e.p.a.cap.max_inline_data;
 	if (!max)
-		SKIP(return, "the device grants no inline data");
+		RC_SKIP_ON_RXE(return, "the device grants no inline data");
 	sizes[0] = 0;
 	sizes[1] = 1;
 	sizes[2] = max / 2 + 1;
@@ -572,7 +572,7 @@ TEST_F(ex, atomics)
 		EXPECT_EQ(NULL, ibv_create_qp_ex(self->da->ctx, &qa));
 		EXPECT_EQ(EOPNOTSUPP, errno);
 		ibv_destroy_cq(cq);
-		SKIP(return, "device has no atomics (atomic_cap NONE): ibv_wr_atomic_* untested");
+		RC_SKIP_ON_RXE(return, "device has no atomics (atomic_cap NONE): ibv_wr_atomic_* untested");
 	}
 
 	env_create(_metadata, self, &o, 4096,

@@ -196,8 +196,8 @@ tshark_check()
 		(_ws.expert.severity >= warning && !(ipv6 && udp.checksum == 0)))'
 
 	if ! command -v tshark >/dev/null; then
-		_tap_n=$((_tap_n + 1))
-		echo "ok $_tap_n tshark dissects every packet as RoCEv2 # SKIP tshark not installed"
+		skip_one "tshark dissects every packet as RoCEv2" \
+			"tshark not installed"
 		return
 	fi
 	# The payloads are test patterns: no guessing of upper protocols

@@ -25,8 +25,8 @@
  *   rings       a ring is zeroed when it is mapped, and an offset of
  *               another context's ring cannot be mapped
  *   SQ index    a producer index moved back behind WQEs the kernel has
- *               taken puts the QP in error at once (it used to make the
- *               doorbell copy 2^32 WQEs: found by fuzz_verbs, seed 3)
+ *               taken puts the QP in error at once (taken as a count,
+ *               it would make the doorbell copy 2^32 WQEs)
  *   CQEs        the kernel's CQE carries no stray bytes: a flushed
  *               receive's fields that do not apply and the reserved byte
  *               are zero, read straight from the ring; query_qp of a new

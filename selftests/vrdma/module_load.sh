@@ -9,7 +9,7 @@ vrdma_load
 check "module loads" grep -q '^vrdma ' /proc/modules
 check "module unloads" rmmod vrdma
 veth_pair vt0 vt1
-check_fails "no vrdma link type without the module" \
+check_fails "no vrdma link type without the module" "Invalid argument" \
 	rdma link add vrdma0 type vrdma netdev vt0
 ip link del vt0
 check "module loads again" insmod "$VRDMA_KO"

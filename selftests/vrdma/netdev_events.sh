@@ -63,6 +63,7 @@ check "IPv4 GID goes with the address" \
 check "netdev delete returns" timeout 30 ip link del ve0
 check "device disappears with its netdev" \
 	wait_until 10 sh -c '[ -z "$(ls /sys/class/infiniband)" ]'
+check "rdma link show works" rdma link show
 check_eq "rdma link shows nothing" "" "$(rdma link show)"
 
 # Again with a process holding the device open.
@@ -70,6 +71,8 @@ veth_pair ve0 ve1
 rdma link add vrdma0 type vrdma netdev ve0
 sleep 60 < /dev/infiniband/uverbs0 &
 holder=$!
+check "a process holds uverbs0 open" wait_until 10 sh -c \
+	"ls -l /proc/$holder/fd/0 | grep -q uverbs0"
 check "netdev delete with an open uverbs file returns" timeout 30 ip link del ve0
 check "device disappears with its netdev" \
 	wait_until 10 sh -c '[ -z "$(ls /sys/class/infiniband)" ]'

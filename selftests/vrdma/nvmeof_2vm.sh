@@ -281,7 +281,7 @@ vm_main()
 		"$res_b0" "$res"
 	# The device before the target's configuration, as nvmeof.sh does:
 	# the listener goes with the device, not under nvmet_config_sem
-	# (the lockdep report of docs/robustness.md, finding 10).
+	# (else lockdep reports a false inversion there, in upstream code).
 	wait_until $((30 * SLOW)) same_res "$res0"
 	res=$(rdma_res)
 	check_eq_r "A: no QP, CQ, MR or PD of the ULPs left on $DEV" \

@@ -477,7 +477,7 @@ TEST_F(rc, inline_data)
 	max = self->e.p.a.cap.max_inline_data;
 	TH_LOG("asked 256 inline bytes, granted %zu", max);
 	if (!max)
-		SKIP(return, "the device grants no inline data");
+		RC_SKIP_ON_RXE(return, "the device grants no inline data");
 	sizes[0] = 0;
 	sizes[1] = 1;
 	sizes[2] = 2;

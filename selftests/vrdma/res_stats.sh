@@ -66,7 +66,7 @@ kernel_mr_addresses()
 		modinfo "$m" >/dev/null 2>&1 || mods="$mods $m"
 	done
 	if ! command -v nvme >/dev/null || [ -n "$mods" ]; then
-		echo "ok $((_tap_n += 1)) # SKIP kernel MRs: no nvme-cli or$mods"
+		skip_one "kernel MRs" "no nvme-cli or$mods"
 		return
 	fi
 	modprobe null_blk nr_devices=1 && modprobe nvmet &&

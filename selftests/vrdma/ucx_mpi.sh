@@ -127,7 +127,8 @@ fi
 hw_stat() { cat "/sys/class/infiniband/$1/ports/1/hw_counters/$2"; }
 
 if ! command -v mpirun >/dev/null || [ ! -x "$MPI_XFER" ]; then
-	echo "# mpirun (openmpi-bin) or $MPI_XFER (libopenmpi-dev) missing: no MPI"
+	skip_one "mpirun -np 2 mpi_xfer over UCX" \
+		"mpirun (openmpi-bin) or $MPI_XFER (libopenmpi-dev) missing"
 	finish
 fi
 tx0=$(hw_stat "$D0" sent_bytes) rx0=$(hw_stat "$D0" rcvd_bytes)

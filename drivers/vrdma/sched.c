@@ -91,9 +91,6 @@
 static struct workqueue_struct *vrdma_wq;	/* events, WQ_HIGHPRI */
 static struct workqueue_struct *vrdma_wq_more;	/* the rest of a run */
 
-/* Runs of the QP a doorbell makes at most before leaving it to the task. */
-#define VRDMA_DOORBELL_ROUNDS	8
-
 /*
  * Take the engines from the tasklet running on another CPU: a few
  * microseconds at most (it waits for nothing, vrdma_qp_bh()).
@@ -361,7 +358,7 @@ void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 static bool vrdma_qp_run(struct vrdma_qp *qp)
 {
 	struct sk_buff *skb;
-	int budget = 256;	/* packets per run, then let others in */
+	int budget = VRDMA_RUN_BUDGET;
 	bool again;
 
 	vrdma_qp_assert_locked(qp);

@@ -25,6 +25,7 @@
  *   srq.c       shared receive queues: one receive ring for many QPs
  *   ah.c        address handles: where a UD send goes
  *   mcast.c     UD multicast: groups of QPs, attach and detach
+ *   param.h     every limit and tunable
  *   pkt.h       the RoCEv2 headers (BTH, RETH, AETH, ...) and opcodes
  *   opcode.c    what each BTH opcode carries
  *   icrc.c      the invariant CRC of RoCEv2 packets
@@ -65,6 +66,8 @@
 #include <rdma/ib_umem.h>
 #include <rdma/vrdma-abi.h>
 
+#include "param.h"
+
 #define VRDMA_PORT		1
 
 /* The layout shared with user space, pinned (uapi/rdma/vrdma-abi.h). */
@@ -83,35 +86,6 @@ static_assert(RDMA_NETWORK_IPV6 == (int)VRDMA_NETWORK_HDR_IPV6);
 static_assert(sizeof(union rdma_network_hdr) == VRDMA_GRH_SIZE);
 
 /*
- * Device limits reported by query_device.  They are the sizes the
- * driver's own tables and shared rings are built for: ring depths are
- * powers of two that fit a u32 index, keys are a 24-bit index plus an
- * 8-bit key byte.
- */
-#define VRDMA_MAX_QP		16384
-#define VRDMA_MAX_QP_WR		16384
-#define VRDMA_MAX_SGE		32
-#define VRDMA_MAX_INLINE	512
-#define VRDMA_MAX_CQ		16384
-#define VRDMA_MAX_CQE		65536
-#define VRDMA_MAX_MR		65536
-#define VRDMA_MAX_MW		65536
-#define VRDMA_MAX_PD		65536
-#define VRDMA_MAX_SRQ		4096
-#define VRDMA_MAX_SRQ_WR	16384
-#define VRDMA_MAX_AH		65536
-#define VRDMA_MAX_MCAST_GRP	256
-#define VRDMA_MAX_MCAST_QP_ATTACH 64
-#define VRDMA_MAX_TOTAL_MCAST_QP_ATTACH 2048
-#define VRDMA_MAX_RD_ATOMIC	128
-#define VRDMA_MAX_MR_SIZE	BIT_ULL(40)
-#define VRDMA_MAX_FAST_REG_PAGES 512
-#define VRDMA_MAX_PKEYS		1
-#define VRDMA_GID_TABLE_LEN	32
-#define VRDMA_VENDOR_ID		0xffffff	/* no OUI: a software device */
-#define VRDMA_VENDOR_PART_ID	0x7672		/* "vr" */
-
-/*
  * Memory a process's object holds in sizes the process chooses (rings,
  * the kernel's copies of its WQEs, an MR's page table): charged to its
  * memory cgroup, and at the cgroup's limit the verb fails with ENOMEM
@@ -120,14 +94,6 @@ static_assert(sizeof(union rdma_network_hdr) == VRDMA_GRH_SIZE);
  */
 #define VRDMA_GFP_USER	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | \
 			 __GFP_NOWARN)
-
-/*
- * Received packets a QP holds for its task or tasklet at most; the next
- * are dropped (rx_queue_full) and RC recovers them by retransmission.
- * Far above what a peer keeps in flight (VRDMA_WINDOW requests), it
- * bounds what a flood can pin while the QP cannot keep up.
- */
-#define VRDMA_RX_QUEUE_MAX	4096
 
 /* QPN 0 and 1 are the special QPs; numbers are 24 bits. */
 #define VRDMA_GSI_QPN		1
@@ -542,25 +508,6 @@ struct vrdma_ah {
 	struct vrdma_ah_dest *dest;
 	u32 handle;
 };
-
-/* Requests the requester may have sent and not had acknowledged. */
-#define VRDMA_WINDOW		128
-/* The requester asks for an ACK at least every this many packets. */
-#define VRDMA_ACK_EVERY		32
-/* Read response packets the responder sends per run of the QP task. */
-#define VRDMA_READ_BURST	64
-/* ... and the QP's tasklet for a READ it answers (vrdma_qp_bh()). */
-#define VRDMA_BH_READ_BURST	4
-/*
- * Packets the QP's tasklet executes, and sends, per run; it schedules
- * itself again for the rest.
- */
-#define VRDMA_BH_BUDGET		16
-/*
- * RC messages in flight from which a WQE posted waits for the next answer
- * instead of a doorbell (vrdma_req_answer_due()).
- */
-#define VRDMA_QUIET_DEPTH	16
 
 /**
  * struct vrdma_req - requester (and completer) state of a QP

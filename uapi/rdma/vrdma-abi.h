@@ -23,6 +23,25 @@
 #define VRDMA_DEVICE_NAME_PREFIX "vrdma"
 
 /**
+ * struct vrdma_uverbs_req - the driver request of a verb
+ * @comp_mask: which optional fields after this header the sender filled
+ *	in; the bits are per verb, and none are defined yet
+ * @reserved: must be zero
+ *
+ * The driver request (udata) of every verb starts with this header; a verb
+ * that needs more appends its fields behind it, each announced by a
+ * @comp_mask bit.  The kernel reads a shorter request as if the missing
+ * bytes were zero (today's provider sends none at all), and refuses
+ * unknown @comp_mask bits and non-zero bytes beyond the request it knows
+ * with EOPNOTSUPP, a non-zero @reserved with EINVAL: a newer provider learns
+ * that an older kernel cannot do what it asks instead of being ignored.
+ */
+struct vrdma_uverbs_req {
+	__u32 comp_mask;
+	__u32 reserved;
+};
+
+/**
  * struct vrdma_alloc_ucontext_resp - driver data of ALLOC_UCONTEXT
  * @abi_version: VRDMA_UVERBS_ABI_VERSION of the running module
  * @reserved: must be zero
@@ -318,10 +337,11 @@ struct vrdma_create_ah_resp {
 };
 
 /*
- * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h and
- * the provider): ring header 128, SGE 16, send WQE header 64, receive WQE
- * header 16, CQE 32, ring info 24, create_qp response 56, create_srq
- * response 32, create_ah response 8 bytes.
+ * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h,
+ * ucontext.c and the provider): verb request header 8, ring header 128,
+ * SGE 16, send WQE header 64, receive WQE header 16, CQE 32, ring info 24,
+ * create_qp response 56, create_srq response 32, create_ah response 8
+ * bytes.
  */
 
 #endif /* VRDMA_ABI_USER_H */

@@ -19,8 +19,19 @@
  */
 #define VRDMA_UVERBS_ABI_VERSION 1
 
-/* The ib_device name prefix the provider matches on ("vrdma0", ...). */
+/*
+ * The ib_device name prefix "rdma link add" requires ("vrdma0", ...).  A
+ * device may be renamed later, so the provider does not match on it.
+ */
 #define VRDMA_DEVICE_NAME_PREFIX "vrdma"
+
+/*
+ * What the parent device of every vrdma ib_device reads in its modalias
+ * attribute (/sys/class/infiniband/<ibdev>/device/modalias), and what the
+ * provider matches on; "vrdma:" is no bus's prefix, so no other driver's
+ * device reads the same.
+ */
+#define VRDMA_MODALIAS "vrdma:vrdma"
 
 /**
  * struct vrdma_uverbs_req - the driver request of a verb

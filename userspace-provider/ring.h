@@ -57,6 +57,7 @@ static_assert(sizeof(struct vrdma_create_srq_resp) == 32,
 	      "vrdma_create_srq_resp");
 static_assert(sizeof(struct vrdma_create_ah_resp) == 8,
 	      "vrdma_create_ah_resp");
+static_assert(sizeof(struct vrdma_uverbs_req) == 8, "vrdma_uverbs_req");
 
 /* SGEs are copied between struct ibv_sge and the ring as they are. */
 static_assert(sizeof(struct ibv_sge) == sizeof(struct vrdma_sge) &&

@@ -85,15 +85,15 @@ struct verbs_match_ent {
 };
 
 /*
- * Matches an ib_device by name: for every device, libibverbs fnmatch()es
- * the string "rdma_device:N<ibdev name>" against each MODALIAS entry of the
- * table (before it tries the device/modalias of a parent bus device, which
- * a software device does not have).
+ * A MODALIAS entry: for every device without a DRIVER_ID match, libibverbs
+ * fnmatch()es the pattern against "rdma_device:N<ibdev name>" (which is
+ * how rdma-core's VERBS_NAME_MATCH() matches names), then against
+ * <ibdev>/device/modalias, the modalias of the device's parent.
  */
-#define VRDMA_VERBS_NAME_MATCH(_name_prefix, _data)			\
+#define VRDMA_VERBS_MODALIAS_MATCH(_pattern, _data)			\
 	{								\
 		.driver_data = (_data),					\
-		.u.modalias = "rdma_device:*N" _name_prefix "*",	\
+		.u.modalias = (_pattern),				\
 		.kind = VERBS_MATCH_MODALIAS,				\
 	}
 

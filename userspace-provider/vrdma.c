@@ -5,8 +5,8 @@
  * libibverbs dlopen()s this library (see vrdma.driver), whose constructor
  * registers vrdma_dev_ops.  For every uverbs device it finds, libibverbs
  * then asks the registered providers in turn; it binds a device to us when
- * its name matches the table below and its uverbs_abi_ver lies in
- * [match_min_abi_version, match_max_abi_version].
+ * its parent's modalias matches the table below and its uverbs_abi_ver
+ * lies in [match_min_abi_version, match_max_abi_version].
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,13 +14,19 @@
 #include "vrdma.h"
 
 /*
- * The kernel driver has no rdma_driver_id of its own (it reports
- * RDMA_DRIVER_UNKNOWN, which libibverbs never matches on), and a software
- * device has no parent bus device with a modalias, so the device name is
- * the only thing to match on: "vrdma0", "vrdma1", ...
+ * The module gives every ib_device a parent device of its own, whose
+ * modalias attribute reads VRDMA_MODALIAS; libibverbs reads it as
+ * <ibdev>/device/modalias.  It is the one thing that identifies our
+ * devices and nothing else:
+ *  - the name does not: "rdma dev set vrdma0 name x" renames a device, and
+ *    any other driver's device (rdma_rxe's, say) may be named vrdma0;
+ *  - the module reports RDMA_DRIVER_UNKNOWN, which libibverbs never
+ *    matches on, and an rdma_driver_id we made up could be given to
+ *    another driver by ib_core tomorrow;
+ *  - "vrdma:" is no bus's modalias prefix, so no hardware device reads it.
  */
 static const struct verbs_match_ent vrdma_match_table[] = {
-	VRDMA_VERBS_NAME_MATCH(VRDMA_DEVICE_NAME_PREFIX, NULL),
+	VRDMA_VERBS_MODALIAS_MATCH(VRDMA_MODALIAS, NULL),
 	{},
 };
 
@@ -93,7 +99,7 @@ static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
 	/*
 	 * A module that does not write our response leaves abi_version 0;
 	 * the version was range-checked at match time already, this catches
-	 * a device that matched by name but is not ours.
+	 * a device that matched but is not ours.
 	 */
 	if (resp.drv_payload.abi_version != VRDMA_UVERBS_ABI_VERSION) {
 		vrdma_err(&ctx->ibv_ctx,
@@ -105,6 +111,9 @@ static struct verbs_context *vrdma_alloc_context(struct ibv_device *ibdev,
 	}
 
 	verbs_set_ops(&ctx->ibv_ctx, &vrdma_ctx_ops);
+	/* which provider a device got, for VERBS_LOG_LEVEL=4 */
+	vrdma_dbg(&ctx->ibv_ctx, "libvrdma, kernel ABI %u\n",
+		  resp.drv_payload.abi_version);
 	return &ctx->ibv_ctx;
 
 err:

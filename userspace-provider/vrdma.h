@@ -203,15 +203,19 @@ static inline bool vrdma_qp_sq_ready(const struct ibv_qp *ibqp)
 }
 
 /* Logs through libibverbs (VERBS_LOG_LEVEL/VERBS_LOG_FILE); keeps errno. */
-#define vrdma_err(vctx, fmt, ...)					\
+#define vrdma_log(vctx, level, fmt, ...)				\
 	do {								\
-		int vrdma_err_errno = errno;				\
+		int vrdma_log_errno = errno;				\
 									\
-		__verbs_log((vctx), VERBS_LOG_ERR, "%s: %s: " fmt,	\
+		__verbs_log((vctx), (level), "%s: %s: " fmt,		\
 			    (vctx)->context.device->name, __func__,	\
 			    ##__VA_ARGS__);				\
-		errno = vrdma_err_errno;				\
+		errno = vrdma_log_errno;				\
 	} while (0)
+#define vrdma_err(vctx, fmt, ...)					\
+	vrdma_log(vctx, VERBS_LOG_ERR, fmt, ##__VA_ARGS__)
+#define vrdma_dbg(vctx, fmt, ...)					\
+	vrdma_log(vctx, VERBS_LOG_DEBUG, fmt, ##__VA_ARGS__)
 
 /* verbs.c */
 int vrdma_query_device_ex(struct ibv_context *context,

@@ -110,8 +110,9 @@ int vrdma_av_set(struct vrdma_av *av, const struct rdma_ah_attr *attr)
  * @init: the address vector (ib_core has resolved the destination MAC);
  *	without RDMA_CREATE_AH_SLEEPABLE in init->flags, atomic context
  *	(ib_cm creates AHs under a spinlock)
- * @udata: the response carries struct vrdma_create_ah_resp; NULL for a
- *	kernel consumer, whose UD work requests name the ib_ah itself
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
+ *	response carries struct vrdma_create_ah_resp; NULL for a kernel
+ *	consumer, whose UD work requests name the ib_ah itself
  *	(kverbs.c puts its handle into the WQE)
  *
  * Return: 0, -EINVAL for an address vector vrdma cannot send to or a
@@ -127,9 +128,14 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 								GFP_ATOMIC;
 	struct vrdma_ah_dest *dest;
 	unsigned long flags;
+	struct vrdma_uverbs_req req;
 	u32 handle, fl;
 	int ret;
 
+	ret = vrdma_udata_req(ibah->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
 	/* Without the handle the process could not use the AH. */
 	if (udata && udata->outlen < sizeof(resp))
 		return -EINVAL;

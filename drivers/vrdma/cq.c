@@ -32,7 +32,8 @@ static struct vrdma_ucontext *vrdma_cq_ucontext(struct ib_udata *udata)
  * vrdma_create_cq() - create a CQ with room for at least attr->cqe CQEs
  * @ibcq: ib_core's CQ, embedded in ours
  * @attr: size and flags
- * @udata: the response carries struct vrdma_create_cq_resp
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
+ *	response carries struct vrdma_create_cq_resp
  *
  * Return: 0, -EINVAL for a bad size, -EOPNOTSUPP for flags, -ENOMEM past
  * max_cq.
@@ -44,9 +45,14 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	struct vrdma_create_cq_resp resp = {};
 	struct vrdma_ucontext *uc;
+	struct vrdma_uverbs_req req;
 	u32 n;
 	int ret;
 
+	ret = vrdma_udata_req(ibcq->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
 	if (attr->flags)
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > vdev->attr.max_cqe)
@@ -109,7 +115,8 @@ int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  * vrdma_resize_cq() - move the CQEs not yet polled into a ring of new size
  * @ibcq: the CQ
  * @cqe: the new minimum number of CQEs
- * @udata: the response carries struct vrdma_create_cq_resp, the new ring
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
+ *	response carries struct vrdma_create_cq_resp, the new ring
  *
  * The provider holds its CQ lock across the call, so nobody polls; the new
  * ring starts at index 0 with the pending CQEs in order.
@@ -125,8 +132,13 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	struct vrdma_ucontext *uc;
 	struct vrdma_queue nq, oq;
 	u32 pending, i, cons;
+	struct vrdma_uverbs_req req;
 	int ret;
 
+	ret = vrdma_udata_req(ibcq->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
 	if (cqe < 1 || cqe > vdev->attr.max_cqe)
 		return -EINVAL;
 	if (udata && udata->outlen < sizeof(resp))

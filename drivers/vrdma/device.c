@@ -85,8 +85,14 @@ static int vrdma_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
 {
-	/* No driver-specific input or output is defined. */
-	if (udata->inlen || udata->outlen)
+	struct vrdma_uverbs_req req;
+	int ret;
+
+	ret = vrdma_udata_req(ibdev, udata, __func__, &req, sizeof(req), 0);
+	if (ret)
+		return ret;
+	/* No driver-specific output is defined. */
+	if (udata->outlen)
 		return -EINVAL;
 
 	*attr = to_vdev(ibdev)->attr;

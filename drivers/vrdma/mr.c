@@ -161,7 +161,7 @@ err_free:
  * @length: bytes
  * @iova: the address peers and WQEs use for @start (usually @start)
  * @access: IB_ACCESS_* flags
- * @udata: no driver data
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req())
  *
  * Return: the MR, or ERR_PTR: -EINVAL for a zero, overflowing or too large
  * range or remote write/atomic without local write, -EOPNOTSUPP for access
@@ -171,8 +171,14 @@ err_free:
 struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
 {
+	struct vrdma_uverbs_req req;
 	struct vrdma_mr *mr;
+	int ret;
 
+	ret = vrdma_udata_req(ibpd->device, udata, __func__, &req, sizeof(req),
+			      0);
+	if (ret)
+		return ERR_PTR(ret);
 	mr = vrdma_mr_create_user(ibpd, start, length, iova, access);
 	return IS_ERR(mr) ? ERR_CAST(mr) : &mr->ibmr;
 }
@@ -186,7 +192,7 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
  * @iova: with IB_MR_REREG_TRANS: the new I/O virtual address
  * @access: with IB_MR_REREG_ACCESS: the new rights
  * @ibpd: the PD it will belong to (its own without IB_MR_REREG_PD)
- * @udata: no driver data
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req())
  *
  * A new PD or new rights take effect in place, and the keys stay: a
  * request checked before goes on with what it was checked against.  A new
@@ -211,8 +217,13 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 {
 	struct vrdma_dev *vdev = to_vdev(ibmr->device);
 	struct vrdma_mr *mr = to_vmr(ibmr), *new;
+	struct vrdma_uverbs_req req;
 	int ret;
 
+	ret = vrdma_udata_req(ibmr->device, udata, __func__, &req, sizeof(req),
+			      0);
+	if (ret)
+		return ERR_PTR(ret);
 	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
 		return ERR_PTR(-EOPNOTSUPP);
 	if (mr->dma)

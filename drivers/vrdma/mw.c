@@ -65,18 +65,25 @@ void vrdma_mw_dev_fini(struct vrdma_dev *vdev)
 /**
  * vrdma_alloc_mw() - a new, unbound memory window (ibv_alloc_mw)
  * @ibmw: ib_core's window, embedded in ours; its type is 1 or 2
- * @udata: no driver data
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); no
+ *	response
  *
- * Return: 0, -EINVAL for driver data, -ENOMEM past max_mw.
+ * Return: 0, an error of vrdma_udata_req(), -EINVAL for room for a driver
+ * response, -ENOMEM past max_mw.
  */
 int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 {
 	struct vrdma_dev *vdev = to_vdev(ibmw->device);
 	struct vrdma_mw *mw = to_vmw(ibmw);
+	struct vrdma_uverbs_req req;
 	u32 slot;
 	int ret;
 
-	if (udata && (udata->inlen || udata->outlen))
+	ret = vrdma_udata_req(ibmw->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
+	if (udata && udata->outlen)
 		return -EINVAL;
 	ret = xa_alloc_cyclic_bh(&vdev->mw_xa, &slot, NULL,
 				 XA_LIMIT(0, VRDMA_MAX_MW - 1), &vdev->mw_next,

@@ -156,11 +156,34 @@ void vrdma_parent_destroy(struct vrdma_dev *vdev)
 	device_unregister(&parent->dev);
 }
 
+/*
+ * libibverbs reads <ibdev>/device/modalias and hands it to the providers'
+ * match tables: our provider matches VRDMA_MODALIAS there, which stays
+ * right when the ib_device is renamed (unlike its name) and needs no
+ * rdma_driver_id, whose numbers are ib_core's to give out.  Only the file
+ * exists: the uevent carries no MODALIAS, so udev loads no module for it.
+ */
+static ssize_t modalias_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	return sysfs_emit(buf, "%s\n", VRDMA_MODALIAS);
+}
+static DEVICE_ATTR_RO(modalias);
+
+static struct attribute *vrdma_parent_attrs[] = {
+	&dev_attr_modalias.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(vrdma_parent);
+
 /* The class of the parents, /sys/class/vrdma; ib_core's messages name it. */
 int vrdma_parent_init(void)
 {
 	vrdma_class = class_create(THIS_MODULE, "vrdma");
-	return PTR_ERR_OR_ZERO(vrdma_class);
+	if (IS_ERR(vrdma_class))
+		return PTR_ERR(vrdma_class);
+	vrdma_class->dev_groups = vrdma_parent_groups;
+	return 0;
 }
 
 void vrdma_parent_exit(void)

@@ -12,14 +12,21 @@
 /**
  * vrdma_alloc_pd() - create a protection domain
  * @ibpd: ib_core's PD, embedded in ours
- * @udata: no driver data
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); NULL for a
+ *	kernel consumer
  *
  * Return: 0, or -ENOMEM past the device's max_pd.
  */
 int vrdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct vrdma_dev *vdev = to_vdev(ibpd->device);
+	struct vrdma_uverbs_req req;
+	int ret;
 
+	ret = vrdma_udata_req(ibpd->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
 	if (atomic_inc_return(&vdev->num_pd) > VRDMA_MAX_PD) {
 		atomic_dec(&vdev->num_pd);
 		return -ENOMEM;

@@ -253,7 +253,8 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
  * @ibqp: ib_core's QP, embedded in ours
  * @init: type, CQs, SRQ and capabilities; capabilities are updated to what
  *	was granted
- * @udata: the response carries struct vrdma_create_qp_resp; NULL for a
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
+ *	response carries struct vrdma_create_qp_resp; NULL for a
  *	kernel consumer's QP, whose rings are in kernel memory (kverbs.c)
  *
  * RC, UC and UD QPs are created for processes and kernel consumers; the
@@ -271,9 +272,14 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_create_qp_resp resp = {};
 	struct vrdma_ucontext *uc;
+	struct vrdma_uverbs_req req;
 	u32 qpn;
 	int ret;
 
+	ret = vrdma_udata_req(ibqp->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
 	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
 	     init->qp_type != IB_QPT_UD &&
 	     (init->qp_type != IB_QPT_GSI || udata)) || init->create_flags)
@@ -463,7 +469,8 @@ static bool vrdma_qp_sq_busy(struct vrdma_qp *qp)
  * @ibqp: the QP
  * @attr: new values
  * @mask: IB_QP_* attributes to change
- * @udata: no driver data
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); NULL for a
+ *	kernel consumer
  *
  * The transition and the attributes it requires or allows are checked
  * against the IBA tables (ib_modify_qp_is_ok()).
@@ -477,8 +484,13 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_rd_atomic *res = NULL;
 	enum ib_qp_state cur, new;
+	struct vrdma_uverbs_req req;
 	int ret;
 
+	ret = vrdma_udata_req(ibqp->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
 		return -EOPNOTSUPP;
 

@@ -42,7 +42,8 @@ static void vrdma_srq_event(struct vrdma_srq *srq, enum ib_event_type type)
  * @ibsrq: ib_core's SRQ, embedded in ours
  * @init: type and size; attr.max_wr and attr.max_sge are updated to what
  *	was granted; attr.srq_limit is ignored (the SRQ starts disarmed)
- * @udata: the response carries struct vrdma_create_srq_resp; NULL for a
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
+ *	response carries struct vrdma_create_srq_resp; NULL for a
  *	kernel consumer
  *
  * Return: 0, -EOPNOTSUPP for XRC/tag-matching SRQs,
@@ -56,9 +57,14 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct vrdma_create_srq_resp resp = {};
 	struct ib_srq_attr *attr = &init->attr;
 	struct vrdma_ucontext *uc;
+	struct vrdma_uverbs_req req;
 	u32 n, stride;
 	int ret;
 
+	ret = vrdma_udata_req(ibsrq->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
 	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
 	if (attr->max_wr > vdev->attr.max_srq_wr ||
@@ -112,7 +118,8 @@ err_count:
  * @ibsrq: the SRQ
  * @attr: attr->srq_limit with IB_SRQ_LIMIT; 0 disarms
  * @mask: IB_SRQ_LIMIT
- * @udata: no driver data
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); NULL for a
+ *	kernel consumer
  *
  * Return: 0, -EOPNOTSUPP for IB_SRQ_MAX_WR (the mapped ring cannot be
  * resized: IB_DEVICE_SRQ_RESIZE is not claimed), -EINVAL for a limit beyond
@@ -122,7 +129,13 @@ int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct vrdma_srq *srq = to_vsrq(ibsrq);
+	struct vrdma_uverbs_req req;
+	int ret;
 
+	ret = vrdma_udata_req(ibsrq->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
 	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
 		return -EINVAL;
 	if (mask & IB_SRQ_MAX_WR)

@@ -16,10 +16,67 @@
 
 #include "vrdma.h"
 
+static_assert(sizeof(struct vrdma_uverbs_req) == 8);
+
+/**
+ * vrdma_udata_req() - read and check the driver request of a verb
+ * @ibdev: the device the verb is for
+ * @udata: the verb's udata; NULL for a kernel consumer
+ * @verb: the verb's name, for the message of a refusal
+ * @req: where the request goes: struct vrdma_uverbs_req, or a verb's
+ *	struct that starts with it
+ * @size: sizeof(*@req), the request as this module knows it
+ * @comp_known: the comp_mask bits of the verb this module knows
+ *
+ * Applies the rules of struct vrdma_uverbs_req, so that what a newer
+ * provider asks for is refused rather than ignored: a request shorter than
+ * @size (today's provider sends none) reads as if its missing bytes were
+ * zero; bytes beyond @size must be zero.  Each refusal says why at
+ * ibdev_dbg().
+ *
+ * Return: 0, -EOPNOTSUPP for non-zero bytes beyond @size or comp_mask
+ * bits outside @comp_known, -EINVAL for a non-zero reserved field, or
+ * -EFAULT.
+ */
+int vrdma_udata_req(struct ib_device *ibdev, struct ib_udata *udata,
+		    const char *verb, struct vrdma_uverbs_req *req, size_t size,
+		    u32 comp_known)
+{
+	size_t len = udata ? udata->inlen : 0;
+	int ret;
+
+	memset(req, 0, size);
+	if (!len)
+		return 0;
+	if (len > size && !ib_is_udata_cleared(udata, size, len - size)) {
+		ibdev_dbg(ibdev,
+			  "%s: %zu bytes of request, only %zu known, the rest not zero\n",
+			  verb, len, size);
+		return -EOPNOTSUPP;
+	}
+	ret = ib_copy_from_udata(req, udata, min(len, size));
+	if (ret) {
+		ibdev_dbg(ibdev, "%s: request not readable\n", verb);
+		return ret;
+	}
+	if (req->comp_mask & ~comp_known) {
+		ibdev_dbg(ibdev, "%s: unknown comp_mask bits %#x\n", verb,
+			  req->comp_mask & ~comp_known);
+		return -EOPNOTSUPP;
+	}
+	if (req->reserved) {
+		ibdev_dbg(ibdev, "%s: reserved field %#x is not zero\n", verb,
+			  req->reserved);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /**
  * vrdma_alloc_ucontext() - open a context for a process
  * @ibuc: ib_core's context, embedded in ours
- * @udata: carries struct vrdma_alloc_ucontext_resp back
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); carries
+ *	struct vrdma_alloc_ucontext_resp back
  *
  * Return: 0 or a negative errno.
  */
@@ -28,7 +85,13 @@ int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	struct vrdma_alloc_ucontext_resp resp = {
 		.abi_version = VRDMA_UVERBS_ABI_VERSION,
 	};
+	struct vrdma_uverbs_req req;
+	int ret;
 
+	ret = vrdma_udata_req(ibuc->device, udata, __func__, &req,
+			      sizeof(req), 0);
+	if (ret)
+		return ret;
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));

@@ -871,17 +871,18 @@ static const char *provider_path(void)
 	return path && *path ? path : VRDMA_PROVIDER_SO;
 }
 
-/* libibverbs' match_name(): "rdma_device:N<name>" against the table. */
-static bool provider_matches_name(const struct verbs_device_ops *ops,
-				  const char *ibdev_name)
+/*
+ * libibverbs' match_modalias(), for a MODALIAS entry: @value is the
+ * device's parent's modalias, or "rdma_device:N<name>" (match_name()).
+ */
+static bool provider_matches(const struct verbs_device_ops *ops,
+			     const char *value)
 {
 	const struct verbs_match_ent *ent;
-	char modalias[128];
 
-	snprintf(modalias, sizeof(modalias), "rdma_device:N%s", ibdev_name);
 	for (ent = ops->match_table; ent->kind != VERBS_MATCH_SENTINEL; ent++)
 		if (ent->kind == VERBS_MATCH_MODALIAS &&
-		    fnmatch(ent->u.modalias, modalias, 0) == 0)
+		    fnmatch(ent->u.modalias, value, 0) == 0)
 			return true;
 	return false;
 }
@@ -923,6 +924,7 @@ FIXTURE_TEARDOWN(provider)
 TEST_F(provider, registers)
 {
 	const struct verbs_device_ops *ops = registered_ops;
+	const struct verbs_match_ent *ent;
 
 	if (!self->ready)
 		SKIP(return, "%s", self->reason);
@@ -938,12 +940,15 @@ TEST_F(provider, registers)
 	EXPECT_EQ(NULL, ops->match_device);
 	ASSERT_NE(NULL, ops->match_table);
 
-	EXPECT_TRUE(provider_matches_name(ops, "vrdma0"));
-	EXPECT_TRUE(provider_matches_name(ops, "vrdma1"));
-	EXPECT_TRUE(provider_matches_name(ops, "vrdma17"));
-	EXPECT_FALSE(provider_matches_name(ops, "rxe0"));
-	EXPECT_FALSE(provider_matches_name(ops, "mlx5_0"));
-	EXPECT_FALSE(provider_matches_name(ops, "siw_eth0"));
+	/* only our modalias, under any device name; no driver ids */
+	EXPECT_TRUE(provider_matches(ops, VRDMA_MODALIAS));
+	EXPECT_FALSE(provider_matches(ops, "rdma_device:Nvrdma0"));
+	EXPECT_FALSE(provider_matches(ops, "rdma_device:Nrxe0"));
+	EXPECT_FALSE(provider_matches(ops, "pci:v000015B3d0000101Bsv*"));
+	EXPECT_FALSE(provider_matches(ops, "virtio:d00000001v00001AF4"));
+	EXPECT_FALSE(provider_matches(ops, ""));
+	for (ent = ops->match_table; ent->kind != VERBS_MATCH_SENTINEL; ent++)
+		EXPECT_EQ(VERBS_MATCH_MODALIAS, ent->kind);
 }
 
 /*
@@ -1042,8 +1047,12 @@ static int fake_path(const char *rel, const char *text)
 	return ret;
 }
 
-/* uverbs0, for an ib_device <name> whose driver reports uverbs ABI <abi>. */
-static int fake_uverbs(const char *name, const char *abi)
+/*
+ * uverbs0, for an ib_device <name> whose driver reports uverbs ABI <abi>,
+ * under a parent device whose modalias is <modalias> (NULL: no parent).
+ */
+static int fake_uverbs(const char *name, const char *abi,
+		       const char *modalias)
 {
 	char rel[128], text[64];
 
@@ -1059,7 +1068,17 @@ static int fake_uverbs(const char *name, const char *abi)
 	if (fake_path(rel, "1: CA\n"))
 		return -1;
 	snprintf(rel, sizeof(rel), "class/infiniband/%s/node_guid", name);
-	return fake_path(rel, "0200:00ff:fe00:0001\n");
+	if (fake_path(rel, "0200:00ff:fe00:0001\n"))
+		return -1;
+	if (!modalias)
+		return 0;
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/device", name);
+	if (fake_path(rel, NULL))
+		return -1;
+	snprintf(rel, sizeof(rel), "class/infiniband/%s/device/modalias",
+		 name);
+	snprintf(text, sizeof(text), "%s\n", modalias);
+	return fake_path(rel, text);
 }
 
 FIXTURE_SETUP(discovery)
@@ -1123,7 +1142,7 @@ TEST_F(discovery, binds_vrdma0)
 
 	if (!self->ready)
 		SKIP(return, "%s", self->reason);
-	ASSERT_EQ(0, fake_uverbs("vrdma0", "1\n"));
+	ASSERT_EQ(0, fake_uverbs("vrdma0", "1\n", VRDMA_MODALIAS));
 
 	list = ibv_get_device_list(&n);
 	ASSERT_NE(NULL, list) {
@@ -1156,7 +1175,7 @@ TEST_F(discovery, refuses_other_abi)
 
 	if (!self->ready)
 		SKIP(return, "%s", self->reason);
-	ASSERT_EQ(0, fake_uverbs("vrdma0", "2\n"));
+	ASSERT_EQ(0, fake_uverbs("vrdma0", "2\n", VRDMA_MODALIAS));
 
 	list = ibv_get_device_list(&n);
 	ASSERT_NE(NULL, list);
@@ -1165,14 +1184,54 @@ TEST_F(discovery, refuses_other_abi)
 	ibv_free_device_list(list);
 }
 
-TEST_F(discovery, ignores_other_names)
+/* "rdma dev set vrdma0 name foo": found by its parent, not its name. */
+TEST_F(discovery, binds_renamed)
 {
 	struct ibv_device **list;
 	int n = -1;
 
 	if (!self->ready)
 		SKIP(return, "%s", self->reason);
-	ASSERT_EQ(0, fake_uverbs("xvrdma0", "1\n"));
+	ASSERT_EQ(0, fake_uverbs("foo", "1\n", VRDMA_MODALIAS));
+
+	list = ibv_get_device_list(&n);
+	ASSERT_NE(NULL, list);
+	EXPECT_EQ(1, registrations);
+	ASSERT_EQ(1, n);
+	EXPECT_STREQ("foo", ibv_get_device_name(list[0]));
+	EXPECT_EQ(registered_ops, verbs_get_device(list[0])->ops);
+	ibv_free_device_list(list);
+}
+
+/*
+ * Another driver's device named as ours are, of the same uverbs ABI
+ * (siw's is 1, as ours): without our parent's modalias it is not ours.
+ */
+TEST_F(discovery, ignores_other_devices)
+{
+	struct ibv_device **list;
+	int n = -1;
+
+	if (!self->ready)
+		SKIP(return, "%s", self->reason);
+	ASSERT_EQ(0, fake_uverbs("vrdma0", "1\n",
+				 "virtio:d00000001v00001AF4"));
+
+	list = ibv_get_device_list(&n);
+	ASSERT_NE(NULL, list);
+	EXPECT_EQ(1, registrations);
+	EXPECT_EQ(0, n);
+	ibv_free_device_list(list);
+}
+
+TEST_F(discovery, ignores_no_parent)
+{
+	struct ibv_device **list;
+	int n = -1;
+
+	if (!self->ready)
+		SKIP(return, "%s", self->reason);
+	ASSERT_EQ(0, fake_uverbs("vrdma0", "1\n", NULL));
 
 	list = ibv_get_device_list(&n);
 	ASSERT_NE(NULL, list);

@@ -19,8 +19,38 @@
  */
 #define VRDMA_UVERBS_ABI_VERSION 1
 
-/* The ib_device name prefix the provider matches on ("vrdma0", ...). */
+/*
+ * The ib_device name prefix "rdma link add" requires ("vrdma0", ...).  A
+ * device may be renamed later, so the provider does not match on it.
+ */
 #define VRDMA_DEVICE_NAME_PREFIX "vrdma"
+
+/*
+ * What the parent device of every vrdma ib_device reads in its modalias
+ * attribute (/sys/class/infiniband/<ibdev>/device/modalias), and what the
+ * provider matches on; "vrdma:" is no bus's prefix, so no other driver's
+ * device reads the same.
+ */
+#define VRDMA_MODALIAS "vrdma:vrdma"
+
+/**
+ * struct vrdma_uverbs_req - the driver request of a verb
+ * @comp_mask: which optional fields after this header the sender filled
+ *	in; the bits are per verb, and none are defined yet
+ * @reserved: must be zero
+ *
+ * The driver request (udata) of every verb starts with this header; a verb
+ * that needs more appends its fields behind it, each announced by a
+ * @comp_mask bit.  The kernel reads a shorter request as if the missing
+ * bytes were zero (today's provider sends none at all), and refuses
+ * unknown @comp_mask bits and non-zero bytes beyond the request it knows
+ * with EOPNOTSUPP, a non-zero @reserved with EINVAL: a newer provider learns
+ * that an older kernel cannot do what it asks instead of being ignored.
+ */
+struct vrdma_uverbs_req {
+	__u32 comp_mask;
+	__u32 reserved;
+};
 
 /**
  * struct vrdma_alloc_ucontext_resp - driver data of ALLOC_UCONTEXT
@@ -319,10 +349,11 @@ struct vrdma_create_ah_resp {
 };
 
 /*
- * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h and
- * the provider): ring header 128, SGE 16, send WQE header 64, receive WQE
- * header 16, CQE 32, ring info 24, create_qp response 56, create_srq
- * response 32, create_ah response 8 bytes.
+ * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h,
+ * ucontext.c and the provider): verb request header 8, ring header 128,
+ * SGE 16, send WQE header 64, receive WQE header 16, CQE 32, ring info 24,
+ * create_qp response 56, create_srq response 32, create_ah response 8
+ * bytes.
  */
 
 #endif /* VRDMA_ABI_USER_H */

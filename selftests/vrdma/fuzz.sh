@@ -14,7 +14,11 @@
 #                        no limit but the time)
 #
 # vrdmafz0 sits on fz0, vrdmafz1 on fz1 in the namespace vrdmafuzz, a veth
-# pair between them.  Passes if both fuzzers pass and the kernel log shows
+# pair between them.  A second pair, fz2 (here, no RDMA device on it) to
+# fz3 (in vrdmafuzz, no address), is a way in for fuzz_wire's packets to
+# vrdmafz0's address that is not vrdmafz0's netdev.  fz1's address is a
+# /32 so that the subnet broadcasts fuzz_wire sends from here are not
+# taken by vrdmafz1.  Passes if both fuzzers pass and the kernel log shows
 # no report (the VM harness checks the console too).
 . "$(dirname "$0")/lib.sh"
 
@@ -29,6 +33,7 @@ cleanup()
 	rdma link delete vrdmafz0 2>/dev/null
 	ip netns exec $NS rdma link delete vrdmafz1 2>/dev/null
 	ip link del fz0 2>/dev/null
+	ip link del fz2 2>/dev/null
 	ip netns del $NS 2>/dev/null
 }
 
@@ -42,13 +47,21 @@ link add fz0 address 02:00:0a:db:00:01 type veth peer name fz1 address 02:00:0a:
 addr add 10.219.0.1/24 dev fz0
 link set fz0 up
 neigh replace 10.219.0.2 lladdr 02:00:0a:db:00:02 dev fz0 nud permanent
+link add fz2 address 02:00:0a:db:01:01 type veth peer name fz3 address 02:00:0a:db:01:02 netns $NS
+addr add 10.220.0.1/24 dev fz2
+link set fz2 up
+neigh replace 10.220.0.2 lladdr 02:00:0a:db:01:02 dev fz2 nud permanent
 EOF
 link set lo up
-addr add 10.219.0.2/24 dev fz1
+addr add 10.219.0.2/32 dev fz1
 link set fz1 up
+route add 10.219.0.0/24 dev fz1 src 10.219.0.2
 neigh replace 10.219.0.1 lladdr 02:00:0a:db:00:01 dev fz1 nud permanent
+link set fz3 up
 EOF2
 	{ echo "Bail out! veth/netns setup failed"; exit 1; }
+# Loose: fz2 takes packets from the peer's address too (it is reachable).
+echo 2 > /proc/sys/net/ipv4/conf/fz2/rp_filter
 rdma link add vrdmafz0 type vrdma netdev fz0 &&
 	ip netns exec $NS rdma link add vrdmafz1 type vrdma netdev fz1 ||
 	{ echo "Bail out! rdma link add failed"; exit 1; }

@@ -138,22 +138,22 @@ static inline int fz_sh(const char *cmd)
 /* ---- a plain RC (or UC) connection ----------------------------------- */
 
 /*
- * Move @qp through INIT, RTR and RTS towards @dqpn at @dgid.  UC takes
- * only the attributes UC has; UD needs no peer.
+ * Move @qp through INIT, RTR and RTS towards @dqpn at @dgid, granting the
+ * remote rights @access (UC: REMOTE_WRITE at most).  UC takes only the
+ * attributes UC has; UD needs no peer.
  */
-static inline int fz_connect(struct ibv_qp *qp, int gid_idx,
-			     enum ibv_mtu mtu, uint32_t dqpn,
-			     const union ibv_gid *dgid, uint32_t rq_psn,
-			     uint32_t sq_psn, int timeout, int retry)
+static inline int fz_connect_access(struct ibv_qp *qp, int gid_idx,
+				    enum ibv_mtu mtu, uint32_t dqpn,
+				    const union ibv_gid *dgid,
+				    uint32_t rq_psn, uint32_t sq_psn,
+				    int timeout, int retry, int access)
 {
 	int uc = qp->qp_type == IBV_QPT_UC, ud = qp->qp_type == IBV_QPT_UD;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
 		.qkey = 0x11111111,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
+		.qp_access_flags = access,
 	};
 	int mask;
 
@@ -161,7 +161,7 @@ static inline int fz_connect(struct ibv_qp *qp, int gid_idx,
 		mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 		       IBV_QP_QKEY;
 	else if (uc)
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+		a.qp_access_flags &= IBV_ACCESS_REMOTE_WRITE,
 		mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 		       IBV_QP_ACCESS_FLAGS;
 	else
@@ -207,6 +207,18 @@ static inline int fz_connect(struct ibv_qp *qp, int gid_idx,
 			IBV_QP_MAX_QP_RD_ATOMIC;
 	}
 	return ibv_modify_qp(qp, &a, mask);
+}
+
+/* fz_connect_access() granting every remote right the QP type has. */
+static inline int fz_connect(struct ibv_qp *qp, int gid_idx,
+			     enum ibv_mtu mtu, uint32_t dqpn,
+			     const union ibv_gid *dgid, uint32_t rq_psn,
+			     uint32_t sq_psn, int timeout, int retry)
+{
+	return fz_connect_access(qp, gid_idx, mtu, dqpn, dgid, rq_psn, sq_psn,
+				 timeout, retry, IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_ATOMIC);
 }
 
 static inline enum ibv_qp_state fz_qp_state(struct ibv_qp *qp)

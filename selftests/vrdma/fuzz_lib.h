@@ -406,7 +406,8 @@ static inline int fz_live_run(const char *dev_a, const char *dev_b)
 		}
 		/* faults.sh waits for this before it breaks anything. */
 		if (!rounds++) {
-			printf("# live traffic: moving data\n");
+			printf("# live traffic: moving data (QPs %#x, %#x)\n",
+			       qp[0]->qp_num, qp[1]->qp_num);
 			fflush(stdout);
 		}
 	}

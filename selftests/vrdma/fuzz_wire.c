@@ -180,6 +180,7 @@ struct target {
 	uint32_t rc_exp, uc_exp;	/* the PSNs the responders expect */
 	int rc_acc, uc_acc;
 	int mcast;			/* the UD target is in MCAST_IP */
+	uint32_t prev[3];		/* the previous round's QPNs, or 0 */
 };
 
 /* Extension header bytes of BTH opcode @op (IBA table 38), or -1. */
@@ -402,8 +403,14 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		}
 		/* fall through */
 	default:
-		qpn = (fz_one_in(r, 2) ? t->rc->qp_num : t->uc->qp_num) +
-		      fz_below(r, 5) - 2;
+		/*
+		 * A QPN of the previous round (destroyed) or another target's:
+		 * never just any neighbour, which may be the live pair's.
+		 */
+		qpn = t->prev[fz_below(r, 3)];
+		if (!qpn || fz_one_in(r, 2))
+			qpn = (uint32_t[]){ t->rc->qp_num, t->uc->qp_num,
+					    t->ud->qp_num }[fz_below(r, 3)];
 		op = fz_below(r, 256);
 		psn = fz_u32(r);
 		break;
@@ -804,19 +811,20 @@ static void capture_one(uint8_t *p, size_t n)
 	}
 	if (acc >= 0 && op >= 0x0d && op <= 0x12) {
 		const char *why = NULL;
+		unsigned long *nr = NULL;
 
 		cap.answers++;
 		if (g.quiet && round == g.round % PEERS) {
 			why = "answers a packet that did not come from the wire";
-			cap.quiet_answers++;
+			nr = &cap.quiet_answers;
 		} else if (op <= 0x10 && op != 0x0e && !(acc & RR)) {
 			why = "is a READ response of a QP without REMOTE_READ";
-			cap.wrong_answers++;
+			nr = &cap.wrong_answers;
 		} else if (op == 0x12 && !(acc & RA)) {
 			why = "is an ATOMIC ACK of a QP without REMOTE_ATOMIC";
-			cap.wrong_answers++;
+			nr = &cap.wrong_answers;
 		}
-		if (why && cap.quiet_answers + cap.wrong_answers <= 3)
+		if (nr && ++*nr <= 3)
 			printf("# a packet of opcode %#x to QP %#x PSN %#x %s\n",
 			       op, dqpn, psn, why);
 	}
@@ -824,9 +832,9 @@ static void capture_one(uint8_t *p, size_t n)
 	if (op == 0x12 && acc > 0 && (acc & RA) && n >= hl + 8 + 24)
 		memset(bth + 16, 0, 8);
 	if (has_marker(bth, n - hl - 8, g.marker)) {
-		if (!cap.leaks++)
-			printf("# a packet of opcode %#x to QP %#x PSN %#x carries memory nothing grants reading\n",
-			       op, dqpn, psn);
+		if (cap.leaks++ < 3)
+			printf("# a packet of opcode %#x to QP %#x PSN %#x carries memory nothing grants reading%s\n",
+			       op, dqpn, psn, g.quiet ? " (quiet phase)" : "");
 	}
 	if (has_marker(bth, n - hl - 8, g.marker2)) {
 		if (!cap.leaks2++)
@@ -1110,11 +1118,13 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 	qs->answers_to_ud += answers;
 
 	/*
-	 * A WR of the RC target with the other user's key may fail by now;
-	 * a success or a receive can only be the injected packets' doing.
+	 * A WR of the RC target with the other user's key may fail by now
+	 * (and the QP's receives be flushed); a success or a receive can
+	 * only be the injected packets' doing.
 	 */
 	while (ibv_poll_cq(g.cq, 1, &wc) > 0) {
-		if (wc.status != IBV_WC_SUCCESS && !(wc.opcode & IBV_WC_RECV))
+		if (wc.status == IBV_WC_WR_FLUSH_ERR ||
+		    (wc.status != IBV_WC_SUCCESS && !(wc.opcode & IBV_WC_RECV)))
 			continue;
 		if (!qs->bad)
 			printf("# %s: a CQE for a packet that did not come from the wire: qp %#x status %d opcode %d\n",
@@ -1430,11 +1440,13 @@ static void post_requests(struct fz_rng *r, struct ibv_qp *qp)
 	ibv_post_send(qp, &wr, &bad);
 }
 
-static int targets_create(struct fz_rng *r, struct target *t, int round)
+static int targets_create(struct fz_rng *r, struct target *t, int round,
+			  const uint32_t *prev)
 {
 	union ibv_gid mgid = { 0 };
 
 	memset(t, 0, sizeof(*t));
+	memcpy(t->prev, prev, sizeof(t->prev));
 	t->rc_rq_psn = fz_u32(r) & 0xffffff;
 	t->rc_sq_psn = fz_u32(r) & 0xffffff;
 	t->uc_rq_psn = fz_u32(r) & 0xffffff;
@@ -1546,6 +1558,7 @@ int main(int argc, char **argv)
 	long sentinel_bad = 0;
 	unsigned int i;
 	pid_t live, other;
+	uint32_t prev[3] = { 0 };
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 5) {
@@ -1634,7 +1647,7 @@ int main(int argc, char **argv)
 		snprintf(when, sizeof(when), "round %d (seed %#llx)", round,
 			 (unsigned long long)seed);
 		g.round = round;
-		if (targets_create(&r, &t, round)) {
+		if (targets_create(&r, &t, round, prev)) {
 			printf("# %s: cannot create the target QPs: %s\n",
 			       when, strerror(errno));
 			targets_destroy(&t);
@@ -1644,6 +1657,7 @@ int main(int argc, char **argv)
 		qpn[0] = t.rc->qp_num;
 		qpn[1] = t.uc->qp_num;
 		qpn[2] = t.ud->qp_num;
+		memcpy(prev, qpn, sizeof(prev));
 		quiet_phase(&r, &t, &qs, when);
 		ud_sends(&r, t.ud, 4);
 		for (k = 0; k < ROUND_PKTS && st.sent < max_pkts; k++) {

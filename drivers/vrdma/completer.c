@@ -139,9 +139,9 @@ struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 		if (swqe->state == VRDMA_SWQE_NEW ||
 		    vrdma_psn_diff(psn, swqe->first_psn) < 0)
 			return NULL;
-		/* Of the message being sent, the PSNs before req.psn are out. */
+		/* Of the message being sent, the PSNs before max_psn are out. */
 		last = swqe->state == VRDMA_SWQE_SENDING ?
-		       vrdma_psn_add(qp->req.psn, -1) : swqe->last_psn;
+		       vrdma_psn_add(qp->req.max_psn, -1) : swqe->last_psn;
 		if (vrdma_psn_diff(psn, last) > 0)
 			continue;
 

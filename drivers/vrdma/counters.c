@@ -33,6 +33,7 @@ static const enum vrdma_counter vrdma_drop_counters[] = {
 	VRDMA_CNT_ATOMIC_REPLAY_MISS,
 	VRDMA_CNT_READ_REPLAY_MISS,
 	VRDMA_CNT_WRONG_NETDEV,
+	VRDMA_CNT_RX_QUEUE_FULL,
 };
 
 static const struct rdma_stat_desc vrdma_counter_descs[] = {
@@ -76,6 +77,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_SOFTIRQ_READ_RESP].name = "softirq_read_responses",
 	[VRDMA_CNT_DOORBELLS].name	= "doorbells",
 	[VRDMA_CNT_WRONG_NETDEV].name	= "wrong_netdev",
+	[VRDMA_CNT_RX_QUEUE_FULL].name	= "rx_queue_full",
 	[VRDMA_CNT_RCVD_DROPPED].name	= "rcvd_dropped",
 };
 

@@ -121,8 +121,15 @@ int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 			      vrdma_frmr_set_page);
 }
 
-/* The MR at the index of @key, any state, referenced; fast-reg only. */
-static struct vrdma_mr *vrdma_frmr_find(struct vrdma_dev *vdev, u32 key)
+/**
+ * vrdma_frmr_find() - the fast-reg MR at the index of a key, in any state
+ * @vdev: the device
+ * @key: an lkey or rkey (untrusted); its key byte is not compared
+ *
+ * Return: the MR, referenced (vrdma_mr_put()), or NULL if the index names
+ * no fast-reg MR.
+ */
+struct vrdma_mr *vrdma_frmr_find(struct vrdma_dev *vdev, u32 key)
 {
 	struct vrdma_mr *mr;
 

@@ -583,7 +583,7 @@ int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 
 	if (!READ_ONCE(local_direct) || qp->ibqp.qp_type != IB_QPT_RC ||
 	    swqe->state != VRDMA_SWQE_NEW || qp->req.offset ||
-	    qp->req.una != qp->req.psn || qp->sq.kidx != qp->req.cur)
+	    vrdma_req_outstanding(qp) || qp->sq.kidx != qp->req.cur)
 		return 0;
 	ldev = vrdma_local_dev(qp->vdev, &qp->av);
 	if (!ldev)

@@ -78,7 +78,8 @@ static int vrdma_mr_map_umem(struct vrdma_mr *mr)
 	unsigned long i = 0;
 
 	mr->npages = ib_umem_num_pages(mr->umem);
-	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages), GFP_KERNEL);
+	mr->pages = kvmalloc_array(mr->npages, sizeof(*mr->pages),
+				   VRDMA_GFP_USER);
 	if (!mr->pages)
 		return -ENOMEM;
 
@@ -675,6 +676,14 @@ int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
  * @access: rights needed on each (IB_ACCESS_LOCAL_WRITE to scatter into)
  * @total: set to the sum of the lengths
  *
+ * The requester checks a WQE when it takes it from the ring, before the
+ * WQEs ahead of it have run.  A fast-reg MR's key, range and rights are
+ * those of the last REG_MR executed, and a REG_MR or LOCAL_INV ahead in
+ * the same queue is yet to change them (a consumer posts REG_MR and the
+ * SEND that gathers from the new key in one chain): only its PD is
+ * checked here, the rest when the bytes move (vrdma_sgl_walk(), the
+ * loopback path), by which time everything before the WQE has run.
+ *
  * Return: 0, -EACCES for a bad key or missing rights, -ERANGE for an SGE
  * outside its MR, -EINVAL if the total exceeds 2^31 (the IBA maximum
  * message).
@@ -693,6 +702,14 @@ int vrdma_sgl_check(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 		if (!sge[i].length)
 			continue;
 		sum += sge[i].length;
+		mr = vrdma_frmr_find(vdev, sge[i].lkey);
+		if (mr) {
+			ret = READ_ONCE(mr->pd) == pd ? 0 : -EACCES;
+			vrdma_mr_put(mr);
+			if (ret)
+				return ret;
+			continue;
+		}
 		mr = vrdma_mr_get(vdev, sge[i].lkey);
 		if (!mr)
 			return -EACCES;
@@ -836,8 +853,12 @@ static int vrdma_sgl_frag_one(struct vrdma_mr *mr, u64 iova, u32 len,
 {
 	struct sk_buff *skb = ctx;
 
-	/* A DMA MR's addresses may be vmalloc memory: copied instead. */
-	if (mr->dma)
+	/*
+	 * A DMA MR's addresses may be vmalloc memory, a fast-reg MR's pages
+	 * slab memory, which no fragment may reference: copied instead.
+	 * Only user MRs have the pinned pages this takes.
+	 */
+	if (mr->dma || mr->fast_reg)
 		return -EOPNOTSUPP;
 	while (len) {
 		struct skb_shared_info *sh = skb_shinfo(skb);
@@ -879,7 +900,7 @@ static int vrdma_sgl_frag_one(struct vrdma_mr *mr, u64 iova, u32 len,
  * skb_cow_data()) works on a private copy, never on the process's pages.
  *
  * Return: 0; -E2BIG if the bytes span more pages than a packet takes or
- * -EOPNOTSUPP for a DMA MR (build the packet by copying then); else as
+ * -EOPNOTSUPP for a DMA or fast-reg MR (build the packet by copying); else as
  * vrdma_sgl_copy().  On error the packet may hold some of the fragments:
  * free it.
  */

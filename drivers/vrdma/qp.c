@@ -287,11 +287,19 @@ static void vrdma_qp_bh(struct tasklet_struct *t)
 
 /*
  * Queue a packet for the QP.  True if the holder of the mutex is draining
- * the queue and will take it in; else the caller must see that the task
- * runs.
+ * the queue and will take it in, or if the queue is full and the packet
+ * dropped; else the caller must see that the task runs.  A full queue
+ * needs no wakeup: whoever queued its first packet saw to a run, which
+ * takes in all of it.  The length is read unlocked: the bound may be
+ * passed by a packet per CPU.
  */
 static bool vrdma_qp_queue_rx(struct vrdma_qp *qp, struct sk_buff *skb)
 {
+	if (skb_queue_len_lockless(&qp->rx) >= VRDMA_RX_QUEUE_MAX) {
+		vrdma_count(qp->vdev, VRDMA_CNT_RX_QUEUE_FULL);
+		kfree_skb(skb);
+		return true;
+	}
 	skb_queue_tail(&qp->rx, skb);
 	smp_mb();	/* pairs with vrdma_qp_drained() */
 	return READ_ONCE(qp->draining);
@@ -322,7 +330,7 @@ void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
 	/*
 	 * While the tasklet answers a READ it is scheduled on its own CPU
 	 * and sees this packet (the barrier of vrdma_qp_queue_rx() pairs
-	 * with its own): scheduled here, it would go on on this CPU.
+	 * with its own): scheduled here, it would continue on this CPU.
 	 */
 	if (bh && !READ_ONCE(qp->resp.read_bh))
 		tasklet_schedule(&qp->bh);
@@ -511,14 +519,15 @@ static bool vrdma_qp_run(struct vrdma_qp *qp)
 		}
 		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) {
 			vrdma_completer(qp, skb);
-		} else if (vrdma_responder_waits(qp, skb)) {
+			continue;
+		}
+		if (vrdma_responder_waits(qp, skb)) {
 			/* Back to the head: after the READ's responses. */
 			skb_queue_head(&qp->rx, skb);
 			break;
-		} else {
-			vrdma_responder(qp, skb);
-			WRITE_ONCE(qp->resp.read_bh, false);
 		}
+		vrdma_responder(qp, skb);
+		WRITE_ONCE(qp->resp.read_bh, false);
 	}
 	/* A READ the tasklet answers it finishes; its queue waits for it. */
 	again = !vrdma_bh_reading(qp) &&
@@ -679,6 +688,7 @@ static int vrdma_qp_alloc_queues(struct vrdma_qp *qp, struct ib_qp_cap *cap,
 				 struct vrdma_ucontext *uc,
 				 struct vrdma_create_qp_resp *resp)
 {
+	gfp_t gfp = uc ? VRDMA_GFP_USER : GFP_KERNEL;
 	u32 n, stride, i;
 	int ret;
 
@@ -699,12 +709,12 @@ static int vrdma_qp_alloc_queues(struct vrdma_qp *qp, struct ib_qp_cap *cap,
 	cap->max_send_sge = qp->max_send_sge;
 	cap->max_inline_data = qp->max_inline;
 
-	qp->swqe = kvcalloc(n, sizeof(*qp->swqe), GFP_KERNEL);
+	qp->swqe = kvcalloc(n, sizeof(*qp->swqe), gfp);
 	/*
 	 * kmalloc while small: every vmalloc'ed area freed adds to the lazy
 	 * purge, whose kernel TLB flush interrupts every CPU.
 	 */
-	qp->swqe_buf = kvmalloc_array(n, stride, GFP_KERNEL);
+	qp->swqe_buf = kvmalloc_array(n, stride, gfp);
 	if (!qp->swqe || !qp->swqe_buf)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
@@ -712,7 +722,7 @@ static int vrdma_qp_alloc_queues(struct vrdma_qp *qp, struct ib_qp_cap *cap,
 
 	qp->rwqe.wqe = kmalloc(VRDMA_RECV_WQE_HDR_SIZE +
 			       VRDMA_MAX_SGE * sizeof(struct vrdma_sge),
-			       GFP_KERNEL);
+			       gfp);
 	if (!qp->rwqe.wqe)
 		return -ENOMEM;
 

@@ -502,7 +502,12 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, psn,
 		       last && (wqe->flags & VRDMA_SEND_SOLICITED), ack_req);
 
-	if (first && !done) {
+	/*
+	 * A message sent whole before stays SENT when it is sent again after
+	 * a rewind: its last PSN is known, and an answer to what was sent
+	 * before completes it (vrdma_ack_up_to()).
+	 */
+	if (first && !done && swqe->state == VRDMA_SWQE_NEW) {
 		swqe->first_psn = psn;
 		swqe->state = VRDMA_SWQE_SENDING;
 	}

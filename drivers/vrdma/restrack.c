@@ -14,12 +14,45 @@
  * Indices written by user space (a WQ's producer, a CQ's consumer) are read
  * once and only printed: they show what the process published, which is
  * what one wants to compare with the kernel's own index when a QP stalls.
+ *
+ * Any user may list every object of its PID namespace.  Addresses are
+ * shown only to those ib_core shows keys to, and to the owner
+ * (vrdma_res_may_see_addr()).
  */
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/net.h>
+#include <net/sock.h>
 #include <rdma/restrack.h>
 #include <rdma/rdma_netlink.h>
 #include <uapi/rdma/rdma_netlink.h>
 
 #include "vrdma.h"
+
+/*
+ * May the caller of "rdma res show" see @res's addresses?  A kernel
+ * object's are kernel addresses (a fast-registration MR's iova is in the
+ * direct map), a user object's are its owner's.  ib_core shows keys only
+ * to a caller with CAP_NET_ADMIN (netlink_capable(): the socket's opener
+ * and the sender both); it passes the driver no credentials, but runs
+ * these callbacks in the caller's context: that of the request's sender,
+ * or of the process reading a dump, whose socket the dump's message is
+ * charged to (@msg->sk).  The owner of a user object, a process of the
+ * same effective uid as the one that created it, may see it as well.
+ */
+static bool vrdma_res_may_see_addr(struct sk_buff *msg,
+				   struct rdma_restrack_entry *res)
+{
+	struct socket *sock = msg->sk ? msg->sk->sk_socket : NULL;
+
+	/* Unaudited: a user listing objects is no attempt at privilege. */
+	if (ns_capable_noaudit(&init_user_ns, CAP_NET_ADMIN) &&
+	    (!sock || !sock->file ||
+	     file_ns_capable(sock->file, &init_user_ns, CAP_NET_ADMIN)))
+		return true;
+	return !rdma_is_kernel_res(res) && res->task &&
+	       uid_eq(task_euid(res->task), current_euid());
+}
 
 struct vrdma_res_u32 {
 	const char *name;
@@ -144,7 +177,8 @@ static int vrdma_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 		return -EMSGSIZE;
 	if (rdma_nl_put_driver_string(msg, "type",
 				      READ_ONCE(mr->dma) ? "dma" : "user") ||
-	    rdma_nl_put_driver_u64_hex(msg, "iova", READ_ONCE(mr->iova)) ||
+	    (vrdma_res_may_see_addr(msg, &ibmr->res) &&
+	     rdma_nl_put_driver_u64_hex(msg, "iova", READ_ONCE(mr->iova))) ||
 	    rdma_nl_put_driver_u64(msg, "length", READ_ONCE(mr->length)) ||
 	    rdma_nl_put_driver_u64(msg, "pinned_pages",
 				   READ_ONCE(mr->npages)) ||

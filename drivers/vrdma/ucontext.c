@@ -3,12 +3,13 @@
  * A user context: what a process gets from ibv_open_device(), and the
  * mmap() through which it sees memory the driver shares with it.
  *
- * Shared memory is vmalloc_user() memory (zeroed, so no stale kernel data
- * reaches user space) registered as an rdma_user_mmap_entry.  ib_core hands
- * out the mmap offsets, checks that only the owning context maps them, and
- * when the device goes away while the process lives (disassociation) it
- * zaps the mappings; we free the memory in mmap_free once the last user of
- * an entry is gone.
+ * Shared memory is zeroed pages (no stale kernel data reaches user space),
+ * charged to the process's memory cgroup, mapped into the vmalloc area as
+ * remap_vmalloc_range() wants (vrdma_vmalloc_user()) and registered as an
+ * rdma_user_mmap_entry.  ib_core hands out the mmap offsets, checks that
+ * only the owning context maps them, and when the device goes away while
+ * the process lives (disassociation) it zaps the mappings; we free the
+ * memory in mmap_free once the last user of an entry is gone.
  */
 #include <linux/mm.h>
 #include <linux/vmalloc.h>
@@ -47,6 +48,40 @@ void vrdma_disassociate_ucontext(struct ib_ucontext *ibuc)
 {
 }
 
+/*
+ * vmalloc_user() charges nobody: a process could pin a gigabyte of rings
+ * beyond its memory cgroup's limit.  The allocator that takes both a gfp
+ * and VM_USERMAP (__vmalloc_node_range()) is not exported, so the pages
+ * are allocated here, charged, and handed to vmap(), which with
+ * VM_MAP_PUT_PAGES frees them and their array in vfree(), as for vmalloc
+ * memory.
+ */
+static void *vrdma_vmalloc_user(size_t size)
+{
+	unsigned int i, n = size >> PAGE_SHIFT;
+	struct page **pages;
+	void *vaddr;
+
+	pages = kvmalloc_array(n, sizeof(*pages), VRDMA_GFP_USER);
+	if (!pages)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		pages[i] = alloc_page(VRDMA_GFP_USER | __GFP_ZERO);
+		if (!pages[i])
+			goto err;
+		cond_resched();
+	}
+	vaddr = vmap(pages, n, VM_MAP | VM_USERMAP | VM_MAP_PUT_PAGES,
+		     PAGE_KERNEL);
+	if (vaddr)
+		return vaddr;
+err:
+	while (i--)
+		__free_page(pages[i]);
+	kvfree(pages);
+	return NULL;
+}
+
 /**
  * vrdma_mmap_alloc() - allocate zeroed memory a process may map
  * @uc: the owning context; no other context can map it
@@ -61,12 +96,12 @@ struct vrdma_mmap_entry *vrdma_mmap_alloc(struct vrdma_ucontext *uc,
 	struct vrdma_mmap_entry *entry;
 	int ret;
 
-	entry = kzalloc(sizeof(*entry), GFP_KERNEL);
+	entry = kzalloc(sizeof(*entry), VRDMA_GFP_USER);
 	if (!entry)
 		return ERR_PTR(-ENOMEM);
 
 	entry->size = PAGE_ALIGN(size);
-	entry->vaddr = vmalloc_user(entry->size);
+	entry->vaddr = vrdma_vmalloc_user(entry->size);
 	if (!entry->vaddr) {
 		kfree(entry);
 		return ERR_PTR(-ENOMEM);

@@ -107,6 +107,24 @@ static_assert(sizeof(union rdma_network_hdr) == VRDMA_GRH_SIZE);
 #define VRDMA_VENDOR_ID		0xffffff	/* no OUI: a software device */
 #define VRDMA_VENDOR_PART_ID	0x7672		/* "vr" */
 
+/*
+ * Memory a process's object holds in sizes the process chooses (rings,
+ * the kernel's copies of its WQEs, an MR's page table): charged to its
+ * memory cgroup, and at the cgroup's limit the verb fails with ENOMEM
+ * instead of waking the OOM killer, as for BPF maps.  Kernel consumers'
+ * objects stay GFP_KERNEL: their sizes are the kernel's.
+ */
+#define VRDMA_GFP_USER	(GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL | \
+			 __GFP_NOWARN)
+
+/*
+ * Received packets a QP holds for its task or tasklet at most; the next
+ * are dropped (rx_queue_full) and RC recovers them by retransmission.
+ * Far above what a peer keeps in flight (VRDMA_WINDOW requests), it
+ * bounds what a flood can pin while the QP cannot keep up.
+ */
+#define VRDMA_RX_QUEUE_MAX	4096
+
 /* QPN 0 and 1 are the special QPs; numbers are 24 bits. */
 #define VRDMA_GSI_QPN		1
 #define VRDMA_MIN_QPN		2
@@ -173,6 +191,7 @@ enum vrdma_counter {
 	VRDMA_CNT_SOFTIRQ_READ_RESP,	/* READ response packets sent there */
 	VRDMA_CNT_DOORBELLS,		/* SQ doorbells of user QPs */
 	VRDMA_CNT_WRONG_NETDEV,		/* dropped: not from the bound netdev */
+	VRDMA_CNT_RX_QUEUE_FULL,	/* dropped: VRDMA_RX_QUEUE_MAX queued */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -266,7 +285,8 @@ struct vrdma_pd {
 /**
  * struct vrdma_mmap_entry - a piece of kernel memory user space may mmap
  * @rdma_entry: ib_core's entry; its offset is what mmap() is given
- * @vaddr: vmalloc_user() memory, zeroed, page aligned
+ * @vaddr: zeroed pages mapped in the vmalloc area for remap_vmalloc_range(),
+ *	charged to the owner's memory cgroup (ucontext.c)
  * @size: bytes, a multiple of PAGE_SIZE
  */
 struct vrdma_mmap_entry {
@@ -979,6 +999,7 @@ int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 u8 vrdma_frmr_reg(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe);
 int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote);
+struct vrdma_mr *vrdma_frmr_find(struct vrdma_dev *vdev, u32 key);
 void *vrdma_frmr_ptr(struct vrdma_mr *mr, u64 iova, u32 *chunk);
 
 /* queue.c */

@@ -74,6 +74,29 @@ rows()
 	# UD multicast through rdma_cm: the server receives, the client sends.
 	row v2r 4 mckey -C 20 -S 1000
 	row r2v 4 mckey -C 20 -S 100
+	# A link slower than the QP timeout (4.096 us * 2^14 = 67 ms, the
+	# pingpongs' own): every request times out and its first packet is
+	# sent again; the answers to what was sent before, and to that copy (an
+	# ACK of the latest PSN the responder executed), arrive late and are
+	# answers all the same.  Messages of several packets each.
+	slow_row v2r 4 ibv_rc_pingpong --chk -n 10
+	slow_row r2v 4 ibv_rc_pingpong --chk -n 10
+	slow_row v2r 4 ib_send_bw -s 65536 -n 20 -u 14
+	slow_row r2v 4 ib_send_bw -s 65536 -n 20 -u 14
+	slow_row v2r 4 ib_write_bw -s 65536 -n 20 -u 14
+	slow_row r2v 4 ib_write_bw -s 65536 -n 20 -u 14
+	slow_row v2r 4 ib_read_bw -s 65536 -n 20 -u 14
+	slow_row r2v 4 ib_read_bw -s 65536 -n 20 -u 14
+	slow_row v2r 4 ib_atomic_bw -n 20 -u 14
+	slow_row r2v 4 ib_atomic_bw -n 20 -u 14
+}
+
+# The one-way delay of slow_row's link, each VM's egress: 2 x 50 ms.
+SLOW_DELAY=50ms
+# slow_row DIR IP TOOL ARGS...: row, with netem delaying both directions.
+slow_row()
+{
+	SLOW_LINK=1 row "$@"
 }
 
 # ---------------------------------------------------------------- host ----
@@ -376,6 +399,7 @@ row()
 	ll) ipdesc="IPv6 link-local" ;;
 	*) ipdesc=IPv$ip ;;
 	esac
+	[ -z "${SLOW_LINK:-}" ] || ipdesc="$ipdesc, $SLOW_DELAY each way"
 	if [ "$dir" = v2r ]; then
 		desc="$tool $* $TYPE_A -> rxe $ipdesc"
 		srv=b
@@ -404,6 +428,8 @@ row()
 	fi
 
 	t0=$SECONDS
+	[ -z "${SLOW_LINK:-}" ] ||
+		tc qdisc replace dev eth0 root netem delay "$SLOW_DELAY" limit 10000
 	peer_ip=$IP4_A MY_IP4=$IP4_B
 	[ "$SIDE" = a ] && peer_ip=$IP4_B MY_IP4=$IP4_A
 	if [ "$SIDE" = "$srv" ]; then
@@ -439,6 +465,8 @@ row()
 	else
 		wait_file $((CLIENT_TIMEOUT + LISTEN_TIMEOUT + 120)) "$S/$n.done"
 	fi
+	[ -z "${SLOW_LINK:-}" ] || tc qdisc del dev eth0 root 2>/dev/null
+	return 0
 }
 
 vm_main()

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Limits and isolation (limits_test): RLIMIT_MEMLOCK for non-root
-# pinning, the max_* attributes enforced with clean errors, new keys on
-# re-registration, zeroed rings that only their context can map.
+# pinning, the rings and WQE copies of a non-root process charged to its
+# memory cgroup (ENOMEM at memory.max), the max_* attributes enforced with
+# clean errors, new keys on re-registration, zeroed rings that only their
+# context can map.
 # VRDMA_LIMITS_ALL=1 also fills max_cq, max_pd and max_qp (tens of
 # thousands of objects; make fuzz sets it).
 #

@@ -3,6 +3,13 @@
  * Limits and isolation:
  *   memlock     a process without CAP_IPC_LOCK cannot pin more than its
  *               RLIMIT_MEMLOCK through reg_mr; dereg gives the charge back
+ *   memcg       the kernel memory of a process's objects is charged to its
+ *               memory cgroup: uid 65534 in a cgroup with a memory.max of
+ *               128 MiB (and a 64 KiB RLIMIT_MEMLOCK) creating QPs, SRQs
+ *               and CQs of the maximum size gets ENOMEM once the rings
+ *               reach memory.max, memory.current grows by at least the
+ *               rings of each object created, and destroying them gives
+ *               it back
  *   max_*       max_qp_wr, max_cqe, max_sge, max_inline_data and
  *               max_mr_size are refused with a clean error one past the
  *               limit; max_cq, max_qp, max_srq and max_pd are enforced
@@ -27,14 +34,16 @@
  *
  *   limits_test DEV
  *
- * Runs as root (in the VM); the memlock test drops to uid/gid 65534 in a
- * child.  TAP output.
+ * Runs as root (in the VM); the memlock and memcg tests drop to uid/gid
+ * 65534 in a child.  The memcg test needs cgroup2 at /sys/fs/cgroup with
+ * the memory controller.  TAP output.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "fuzz_lib.h"
 /* The provider's view of a CQ: where its ring is mapped, at which offset. */
@@ -112,6 +121,212 @@ static void test_memlock(void)
 	waitpid(pid, &st, 0);
 	fz_result(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		  "reg_mr by a non-root process is held to RLIMIT_MEMLOCK");
+}
+
+/*
+ * The memcg test.  Each object of the maximum size has megabytes of rings
+ * (a QP's SQ and RQ are 16 MiB each, a CQ's 2 MiB): MEMCG_TRIES of any
+ * kind are more than MEMCG_MAX, so all of them created means nobody was
+ * charged.
+ */
+#define MEMCG_MAX	(128L << 20)
+#define MEMCG_TRIES	16
+#define MEMCG_CQ_TRIES	128
+
+static char memcg_dir[64];
+
+static long memcg_read(const char *file)
+{
+	char path[128], buf[32] = "";
+	long v = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", memcg_dir, file);
+	fd = open(path, O_RDONLY);
+	if (fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0)
+		v = atol(buf);
+	if (fd >= 0)
+		close(fd);
+	return v;
+}
+
+static int write_file(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY), ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+enum memcg_kind { MEMCG_QP, MEMCG_SRQ, MEMCG_CQ };
+
+static const char *const memcg_names[] = { "QP", "SRQ", "CQ" };
+
+/* One object of the maximum size of @kind; its rings' bytes in @ring. */
+static void *memcg_create(enum memcg_kind kind, struct ibv_cq *cq,
+			  long *ring)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = attr.max_qp_wr,
+			 .max_recv_wr = attr.max_qp_wr,
+			 .max_send_sge = attr.max_sge,
+			 .max_recv_sge = attr.max_sge,
+			 .max_inline_data = 512 },
+	};
+	struct ibv_srq_init_attr sa = {
+		.attr = { .max_wr = attr.max_srq_wr,
+			  .max_sge = attr.max_srq_sge },
+	};
+	struct ibv_qp *qp;
+	struct ibv_srq *srq;
+	struct ibv_cq *c;
+
+	switch (kind) {
+	case MEMCG_QP:
+		qp = ibv_create_qp(pd, &qa);
+		if (qp)
+			*ring = to_vqp(qp)->sq.ring.map_size +
+				to_vqp(qp)->rq.ring.map_size;
+		return qp;
+	case MEMCG_SRQ:
+		srq = ibv_create_srq(pd, &sa);
+		if (srq)
+			*ring = to_vsrq(srq)->rq.ring.map_size;
+		return srq;
+	default:
+		c = ibv_create_cq(ctx, attr.max_cqe, NULL, NULL, 0);
+		if (c)
+			*ring = to_vcq(c)->ring.map_size;
+		return c;
+	}
+}
+
+static void memcg_destroy(enum memcg_kind kind, void *obj)
+{
+	if (kind == MEMCG_QP)
+		ibv_destroy_qp(obj);
+	else if (kind == MEMCG_SRQ)
+		ibv_destroy_srq(obj);
+	else
+		ibv_destroy_cq(obj);
+}
+
+/*
+ * Objects of @kind until one fails: it must fail with ENOMEM before
+ * @tries, after at least one; memory.current must have grown by each
+ * one's rings at least, and come back once they are destroyed.
+ * Return: 0 if so.
+ */
+static int memcg_fill(enum memcg_kind kind, struct ibv_cq *cq, int tries)
+{
+	const char *what = memcg_names[kind];
+	long base = memcg_read("memory.current"), rings = 0, ring, now;
+	void *objs[MEMCG_CQ_TRIES];
+	int n = 0, err = 0, bad = 0;
+
+	while (n < tries) {
+		objs[n] = memcg_create(kind, cq, &ring);
+		if (!objs[n]) {
+			err = errno;
+			break;
+		}
+		rings += ring;
+		n++;
+	}
+	now = memcg_read("memory.current");
+	printf("# %s: %d of %d created (%ld MiB of rings), then %s; memory.current %ld -> %ld MiB of %ld\n",
+	       what, n, tries, rings >> 20, err ? strerror(err) : "no error",
+	       base >> 20, now >> 20, MEMCG_MAX >> 20);
+	if (n == tries || !n || err != ENOMEM) {
+		printf("# %s: expected ENOMEM after at least one\n", what);
+		bad = 1;
+	}
+	if (base < 0 || now - base < rings) {
+		printf("# %s: memory.current grew by %ld bytes, less than the rings' %ld\n",
+		       what, now - base, rings);
+		bad = 1;
+	}
+	while (n > 0)
+		memcg_destroy(kind, objs[--n]);
+	now = memcg_read("memory.current");
+	if (now - base > rings / 2) {
+		printf("# %s: destroyed, memory.current still %ld MiB above %ld MiB\n",
+		       what, (now - base) >> 20, base >> 20);
+		bad = 1;
+	}
+	return bad;
+}
+
+/* In the cgroup, as uid 65534: bit 0, 1, 2 for QPs, SRQs, CQs failed. */
+static int memcg_child(void)
+{
+	struct rlimit rl = { 64 << 10, 64 << 10 };
+	struct ibv_cq *cq;
+	char path[96], pid[16];
+	int bad = 0;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", memcg_dir);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (write_file(path, pid) || setrlimit(RLIMIT_MEMLOCK, &rl) ||
+	    setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+	    setresuid(65534, 65534, 65534)) {
+		printf("# into %s as uid 65534: %s\n", memcg_dir,
+		       strerror(errno));
+		return 8;
+	}
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	if (!cq)
+		return 8;
+	bad |= memcg_fill(MEMCG_QP, cq, MEMCG_TRIES);
+	bad |= memcg_fill(MEMCG_SRQ, cq, MEMCG_TRIES) << 1;
+	bad |= memcg_fill(MEMCG_CQ, cq, MEMCG_CQ_TRIES) << 2;
+	ibv_destroy_cq(cq);
+	return bad;
+}
+
+static void test_memcg(void)
+{
+	char max[32], path[96];
+	int st, k;
+	pid_t pid;
+
+	snprintf(memcg_dir, sizeof(memcg_dir), "/sys/fs/cgroup/vrdma-limits-%d",
+		 getpid());
+	/* The memory controller for the root's children, then ours. */
+	write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
+	if (mkdir(memcg_dir, 0755) && errno != EEXIST) {
+		printf("ok %d # SKIP no cgroup2 at /sys/fs/cgroup: %s\n",
+		       ++fz_tap_n, strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/memory.max", memcg_dir);
+	snprintf(max, sizeof(max), "%ld", MEMCG_MAX);
+	if (write_file(path, max)) {
+		fz_result(0, "memory.max of %s: %s", memcg_dir,
+			  strerror(errno));
+		rmdir(memcg_dir);
+		return;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid)
+		_exit(memcg_child());
+	waitpid(pid, &st, 0);
+	rmdir(memcg_dir);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) >= 8) {
+		fz_result(0, "memcg: the child %s %d", WIFEXITED(st) ?
+			  "exited" : "was killed by signal", WIFEXITED(st) ?
+			  WEXITSTATUS(st) : WTERMSIG(st));
+		return;
+	}
+	for (k = MEMCG_QP; k <= MEMCG_CQ; k++)
+		fz_result(!(WEXITSTATUS(st) & (1 << k)),
+			  "memcg: %ss of the maximum size by uid 65534 are charged to its cgroup, ENOMEM at memory.max",
+			  memcg_names[k]);
 }
 
 /* create_qp with @cap must fail with EINVAL (or ENOMEM). */
@@ -699,6 +914,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	test_memlock();
+	test_memcg();
 	test_sizes();
 	test_keys();
 	test_rings(argv[1]);

@@ -2,18 +2,21 @@
 # SPDX-License-Identifier: GPL-2.0
 """The checks of res_stats.sh, with pyverbs.
 
-Usage: res_stats.py DEV0 NETDEV0 DEV1 IP1
+Usage: res_stats.py DEV0 NETDEV0 DEV1 IP1 IP0
 
-DEV0 (on NETDEV0) and DEV1 (whose address is IP1, in another network
-namespace) are connected by a veth pair.  RC QPs are connected between
-them and on DEV0 alone, known traffic is run, and after each step the
-driver details of "rdma res show qp|cq|mr -dd" and the counters of
-"rdma statistic show link" are compared with what the traffic must have
-done.  Prints "R <0|1> <description>" per check (0 = pass) and "# ..." for
+DEV0 (on NETDEV0, whose address is IP0) and DEV1 (whose address is IP1,
+in another network namespace) are connected by a veth pair.  RC QPs are
+connected between them and on DEV0 alone, known traffic is run, and after
+each step the driver details of "rdma res show qp|cq|mr -dd" and the
+counters of "rdma statistic show link" are compared with what the traffic
+must have done; MR addresses are checked as seen by root and by uid
+65534, and a flood of UD packets is sent to a QP whose task cannot run
+(check_rx_bound()).  Prints "R <0|1> <description>" per check (0 = pass) and "# ..." for
 information; res_stats.sh turns them into TAP.
 """
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -29,7 +32,9 @@ from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
-DEV0, NDEV0, DEV1, IP1 = sys.argv[1:5]
+from icrc_kat import with_icrc
+
+DEV0, NDEV0, DEV1, IP1, IP0 = sys.argv[1:6]
 SLOW = max(1, int(os.environ.get('VRDMA_TEST_SLOW', '1')))
 MSG = 4096             # four packets at path MTU 1024
 PAGES = 8              # MR size in pages
@@ -43,10 +48,21 @@ def result(ok, desc, info=None):
     sys.stdout.flush()
 
 
-def rdma_json(*args):
-    out = subprocess.run(['rdma', '-j', '-dd'] + list(args),
+def rdma_json(*args, user=None):
+    """rdma -j -dd ARGS, as root or, with @user, as that uid (setpriv)."""
+    pre = [] if user is None else ['setpriv', f'--reuid={user}',
+                                   f'--regid={user}', '--clear-groups']
+    out = subprocess.run(pre + ['rdma', '-j', '-dd'] + list(args),
                          capture_output=True, text=True, check=True).stdout
     return json.loads(out) if out.strip() else []
+
+
+def rdma_text(*args, user=None):
+    """rdma -dd ARGS as plain text, as root or as uid @user."""
+    pre = [] if user is None else ['setpriv', f'--reuid={user}',
+                                   f'--regid={user}', '--clear-groups']
+    return subprocess.run(pre + ['rdma', '-dd'] + list(args),
+                          capture_output=True, text=True, check=True).stdout
 
 
 LOCAL_DIRECT = '/sys/module/vrdma/parameters/local_direct'
@@ -68,6 +84,215 @@ def res(kind, dev):
     # This process's objects only: ib_core's own (QP1's CQ...) are not.
     return [r for r in rdma_json('res', 'show', kind)
             if r.get('ifname') == dev and r.get('pid') == os.getpid()]
+
+
+def mrs_of(pid, dev, user=None):
+    """The driver view of @pid's MRs on @dev, as seen by root or @user."""
+    return [drv(r) for r in rdma_json('res', 'show', 'mr', user=user)
+            if r.get('ifname') == dev and r.get('pid') == pid]
+
+
+def text_lines(pid, dev, user=None):
+    """The lines of "rdma -dd res show mr" for @pid's MRs on @dev."""
+    return [ln for ln in rdma_text('res', 'show', 'mr', user=user).splitlines()
+            if f'dev {dev} ' in ln and f' pid {pid} ' in ln + ' ']
+
+
+NOBODY = 65534
+
+
+def iova(entry):
+    """An entry's iova (a number in JSON), or None if not shown."""
+    v = entry.get('iova')
+    return int(v, 16) if isinstance(v, str) else v
+
+
+def check_addresses(side):
+    """MR addresses: only to root (CAP_NET_ADMIN) and to the owner.
+
+    The MR of this process (root) as uid 65534 shows no iova, as root it
+    shows its address; a process of uid 65534 sees the iova of its own MR
+    and not root's.
+    """
+    me, addr = os.getpid(), side.mr.buf
+    mine = mrs_of(me, DEV0)
+    result(len(mine) == 1 and iova(mine[0]) == addr,
+           f'{DEV0}: res mr -dd as root: the iova of root\'s MR', mine)
+    seen = mrs_of(me, DEV0, user=NOBODY)
+    lines = text_lines(me, DEV0, user=NOBODY)
+    result(len(seen) == 1 and 'iova' not in seen[0] and
+           seen[0].get('length') == PAGES * 4096,
+           f'{DEV0}: res mr -dd -j as uid {NOBODY}: root\'s MR listed, '
+           'no iova', seen)
+    result(len(lines) == 1 and 'iova' not in lines[0] and
+           f'{addr:x}' not in lines[0],
+           f'{DEV0}: res mr -dd as uid {NOBODY}: root\'s MR listed, no iova',
+           lines)
+    sys.stdout.flush()
+    child = os.fork()
+    if child == 0:
+        # The PD is the parent's too: only what the child made is undone,
+        # and _exit() skips every other object's destructor.
+        code = 1
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            own = MR(side.pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+            theirs = mrs_of(os.getpid(), DEV0)
+            root = mrs_of(me, DEV0)
+            result(len(theirs) == 1 and iova(theirs[0]) == own.buf,
+                   f'{DEV0}: res mr -dd as uid {NOBODY}: its own MR\'s iova',
+                   theirs)
+            result(len(root) == 1 and 'iova' not in root[0],
+                   f'{DEV0}: ... and not that of root\'s MR', root)
+            own.close()
+            code = 0
+        except Exception as ex:  # pylint: disable=broad-except
+            print(f'# the uid {NOBODY} child: {ex!r}')
+        sys.stdout.flush()
+        os._exit(code)
+    _, status = os.waitpid(child, 0)
+    result(status == 0, f'the uid {NOBODY} child ran to its end', status)
+
+
+RX_QUEUE_MAX = 4096     # VRDMA_RX_QUEUE_MAX
+WQ_CPUMASK = '/sys/devices/virtual/workqueue/cpumask'
+RT_RUNTIME = '/proc/sys/kernel/sched_rt_runtime_us'
+
+
+def read_file(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def write_file(path, value):
+    with open(path, 'w') as f:
+        f.write(value)
+
+
+def ud_send_packet(saddr, daddr, qpn, qkey, payload=b''):
+    """A UD SEND ONLY from QP 1 of @saddr to @qpn at @daddr: IPv4 (its
+    checksum the kernel's), UDP, BTH, DETH, @payload, ICRC."""
+    pad = -len(payload) & 3
+    bth = struct.pack('>BBHII', 0x64, pad << 4, 0xffff, qpn, 0)
+    deth = struct.pack('>II', qkey, 1)
+    body = bth + deth + payload + b'\0' * pad
+    n = 20 + 8 + len(body) + 4
+    ip = struct.pack('>BBHHHBBH4s4s', 0x45, 0, n, 0x1234, 0x4000, 64, 17, 0,
+                     socket.inet_aton(saddr), socket.inet_aton(daddr))
+    udp = struct.pack('>HHHH', 0xc017, 4791, n - 20, 0)
+    return with_icrc(ip + udp + body)
+
+
+def hog_cpu(cpu, ready, stop, seconds):
+    """In a child: spin at SCHED_FIFO on @cpu until @stop is readable."""
+    os.sched_setaffinity(0, {cpu})
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(50))
+    os.write(ready, b'r')
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if select.select([stop], [], [], 0)[0]:
+            break
+    os._exit(0)
+
+
+def check_rx_bound(side):
+    """A flood to a QP whose task cannot run: at most RX_QUEUE_MAX wait.
+
+    The QP's task (an unbound workqueue's) is kept off the CPUs: unbound
+    work may run on CPU 1 only, where a SCHED_FIFO process spins (without
+    RT throttling), while this process sends from CPU 0, where the
+    softirq receives.  A UD QP without receive WQEs takes each packet it
+    executes as no_recv_wqe; beyond the bound it must drop and count
+    rx_queue_full.  Then the QP must work as before.
+    """
+    if os.cpu_count() < 2 or not os.path.exists(WQ_CPUMASK):
+        print(f'# rx bound: needs 2 CPUs and {WQ_CPUMASK}: not run')
+        return
+    flood = RX_QUEUE_MAX + 2000
+    qkey = 0x11111111
+    cap = QPCap(max_send_wr=1, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+    cq = CQ(side.ctx, 8)
+    qp = QP(side.pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq,
+                                cap=cap))
+    attr = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1)
+    attr.qkey = qkey
+    attr.pkey_index = 0
+    qp.modify(attr, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT |
+              e.IBV_QP_QKEY)
+    qp.modify(QPAttr(qp_state=e.IBV_QPS_RTR), e.IBV_QP_STATE)
+    attr = QPAttr(qp_state=e.IBV_QPS_RTS)
+    attr.sq_psn = 0
+    qp.modify(attr, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+    pkt = ud_send_packet(IP0, IP1, qp.qp_num, qkey)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    old_mask, old_rt = read_file(WQ_CPUMASK), read_file(RT_RUNTIME)
+    old_aff = os.sched_getaffinity(0)
+    ready_r, ready_w = os.pipe()
+    stop_r, stop_w = os.pipe()
+    hog = None
+    c1 = counters(DEV1)
+    try:
+        write_file(WQ_CPUMASK, '2')
+        write_file(RT_RUNTIME, '-1')
+        os.sched_setaffinity(0, {0})
+        sys.stdout.flush()
+        hog = os.fork()
+        if hog == 0:
+            hog_cpu(1, ready_w, stop_r, 60 * SLOW)
+        os.read(ready_r, 1)
+        for _ in range(flood):
+            sock.sendto(pkt, (IP1, 0))
+        mid = counters(DEV1)
+    finally:
+        if hog:
+            os.write(stop_w, b's')
+            os.waitpid(hog, 0)
+        write_file(RT_RUNTIME, old_rt)
+        write_file(WQ_CPUMASK, old_mask)
+        os.sched_setaffinity(0, old_aff)
+    deadline = time.time() + 30 * SLOW
+    while time.time() < deadline:
+        d1 = counters(DEV1)
+        if (delta(d1, c1, 'no_recv_wqe') + delta(d1, c1, 'rx_queue_full') >=
+                flood):
+            break
+        time.sleep(0.1)
+    full = delta(d1, c1, 'rx_queue_full')
+    ran = delta(mid, c1, 'no_recv_wqe')
+    queued = delta(d1, mid, 'no_recv_wqe')
+    print(f'# rx bound: {flood} sent, {delta(d1, c1, "rcvd_pkts")} received, '
+          f'{ran} executed while starved, {queued} queued then, '
+          f'{full} dropped: rx_queue_full')
+    result(full >= 1 and full >= flood - RX_QUEUE_MAX - ran - 2,
+           f'rx bound: a flood of {flood} UD packets to a starved QP: '
+           f'all beyond {RX_QUEUE_MAX} dropped, counted rx_queue_full',
+           f'{d1} {c1}')
+    result(queued <= RX_QUEUE_MAX + 2,
+           f'rx bound: at most {RX_QUEUE_MAX} (and one per CPU) queued',
+           queued)
+    result(delta(d1, c1, 'rcvd_pkts') == flood and
+           full + delta(d1, c1, 'no_recv_wqe') == flood and
+           delta(d1, c1, 'rcvd_dropped') >= flood,
+           'rx bound: every packet counted once, in rcvd_dropped too',
+           f'{d1} {c1}')
+    qp.post_recv(RecvWR(sg=[SGE(side.mr.buf, MSG, side.mr.lkey)], num_sge=1))
+    sock.sendto(ud_send_packet(IP0, IP1, qp.qp_num, qkey, b'after'),
+                (IP1, 0))
+    deadline = time.time() + 10 * SLOW
+    got = 0
+    while not got and time.time() < deadline:
+        got, wcs = cq.poll(1)
+        if not got:
+            time.sleep(0.01)
+    result(got == 1 and wcs[0].status == e.IBV_WC_SUCCESS and
+           wcs[0].byte_len == 40 + 5,
+           'rx bound: the QP receives again once it runs',
+           wcs[0].status if got else 'no completion')
+    sock.close()
+    qp.close()
+    cq.close()
 
 
 def drv(entry):
@@ -198,6 +423,7 @@ def main():
                  {'mrlen': PAGES * 4096, 'type': 'user',
                   'length': PAGES * 4096, 'pinned_pages': PAGES,
                   'bound_mws': 0})
+    check_addresses(a)
     pds = res('pd', DEV0)
     result(len(pds) >= 1, f'{DEV0}: res pd lists the PD', pds)
     cqs = [drv(r) for r in res('cq', DEV1)]
@@ -346,6 +572,7 @@ def main():
     result(sum(1 for c in cqs if c.get('overflowed') == 1) == 1 and
            len(cqs) == 2,
            f'{DEV0}: res cq -dd: the overflowed CQ marked', cqs)
+    check_rx_bound(b)
     print('# done')
 
 

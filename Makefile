@@ -17,13 +17,15 @@
 #                        ending with one SEND traced step by step (trace-send)
 #   make bench           vrdma against rdma_rxe with perftest in one VM boot
 
-# The newest installed Debian kernel, unless told otherwise (KVER=, KDIR=).
-KVER ?= $(shell ls /boot/vmlinuz-*-amd64 2>/dev/null | sed 's|.*/vmlinuz-||' | \
-		sort -V | tail -n 1)
+# The kernel scripts/kernel-release picks (the running one if its headers
+# are installed, else Debian's default), unless told otherwise (KVER=, KDIR=).
+# The scripts that boot VMs get it as VRDMA_KVER, so they boot that kernel.
+KVER ?= $(shell $(dir $(abspath $(lastword $(MAKEFILE_LIST))))scripts/kernel-release)
 ifeq ($(KVER),)
 KVER := $(shell uname -r)
 endif
 KDIR ?= /lib/modules/$(KVER)/build
+export VRDMA_KVER := $(KVER)
 
 PROVIDER := userspace-provider
 SELFTESTS := selftests/vrdma
@@ -34,6 +36,7 @@ SELFTESTS := selftests/vrdma
 all: modules provider
 
 modules:
+	@echo "vrdma: building for $(KVER) ($(KDIR))"
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
 
 provider:

@@ -470,12 +470,25 @@ static void vrdma_exec_write(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_complete_rwqe(qp, skb, IB_WC_SUCCESS, resp->length);
 }
 
+/* Answer a READ of @len bytes at @va, @rkey, from response PSN @psn on. */
+static void vrdma_read_start(struct vrdma_qp *qp, u64 va, u32 rkey, u32 len,
+			     u32 psn)
+{
+	struct vrdma_resp *resp = &qp->resp;
+
+	resp->read_va = va;
+	resp->read_rkey = rkey;
+	resp->read_resid = len;
+	resp->read_psn = psn;
+	resp->read_first = true;
+	resp->read_active = true;
+}
+
 /* An RDMA READ request: check it, then answer it in bursts. */
 static void vrdma_exec_read(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 	struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
-	struct vrdma_resp *resp = &qp->resp;
 	u32 len = be32_to_cpu(reth->len);
 	u64 va = be64_to_cpu(reth->va);
 	u32 rkey = be32_to_cpu(reth->rkey);
@@ -498,12 +511,7 @@ static void vrdma_exec_read(struct vrdma_qp *qp, struct sk_buff *skb)
 			return;
 		}
 	}
-	resp->read_va = va;
-	resp->read_rkey = rkey;
-	resp->read_resid = len;
-	resp->read_psn = pkt->psn;
-	resp->read_first = true;
-	resp->read_active = true;
+	vrdma_read_start(qp, va, rkey, len, pkt->psn);
 }
 
 /*
@@ -721,7 +729,6 @@ static void vrdma_duplicate_read(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 	struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
-	struct vrdma_resp *resp = &qp->resp;
 	u64 va = be64_to_cpu(reth->va);
 	u32 len = be32_to_cpu(reth->len);
 	struct vrdma_rd_atomic *res;
@@ -736,12 +743,7 @@ static void vrdma_duplicate_read(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_count(qp->vdev, VRDMA_CNT_READ_REPLAY_MISS);
 		return;
 	}
-	resp->read_va = va;
-	resp->read_rkey = res->rkey;
-	resp->read_resid = len;
-	resp->read_psn = pkt->psn;
-	resp->read_first = true;
-	resp->read_active = true;
+	vrdma_read_start(qp, va, res->rkey, len, pkt->psn);
 }
 
 /*

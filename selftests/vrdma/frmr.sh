@@ -39,17 +39,6 @@ cleanup()
 }
 trap cleanup EXIT
 
-# rdma_res: the device's QPs, CQs, MRs and PDs (ib_core's idle pool CQs not).
-rdma_res()
-{
-	local k
-
-	for k in qp cq mr pd; do
-		echo "$k $(rdma resource show "$k" 2>/dev/null |
-			grep -E "(dev $DEV |link $DEV/)" |
-			grep -Evc 'users 0 .*comm \[ib_core\]')"
-	done | tr '\n' ' '
-}
 
 # run_module WHAT: load the module once; one result per case it reports.
 run_module()

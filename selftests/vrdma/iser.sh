@@ -141,18 +141,6 @@ run_fio()
 		{ cat "$scratch/$name.log"; return 1; }
 }
 
-# rdma_res: how many QPs, CQs, MRs and PDs the device has (ib_core's own
-# for its MAD agents included, idle CQs of its CQ pool not).
-rdma_res()
-{
-	local k
-
-	for k in qp cq mr pd; do
-		echo "$k $(rdma resource show "$k" 2>/dev/null |
-			grep -E "(dev $DEV |link $DEV/)" |
-			grep -Evc 'users 0 .*comm \[ib_core\]')"
-	done | tr '\n' ' '
-}
 
 # dmesg_since N: the kernel's iSCSI and RDMA lines after line N, as comments.
 dmesg_since()

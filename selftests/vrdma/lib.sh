@@ -123,6 +123,20 @@ check_match()
 	fi
 }
 
+# rdma_res: how many QPs, CQs, MRs and PDs $DEV has: ib_core's own for its
+# MAD agents included, the idle CQs its CQ pool keeps until the device goes
+# not.
+rdma_res()
+{
+	local k
+
+	for k in qp cq mr pd; do
+		echo "$k $(rdma resource show "$k" 2>/dev/null |
+			grep -E "(dev $DEV |link $DEV/)" |
+			grep -Evc 'users 0 .*comm \[ib_core\]')"
+	done | tr '\n' ' '
+}
+
 # wait_until SECONDS CMD...: poll CMD until it succeeds or time runs out.
 wait_until()
 {

@@ -135,19 +135,6 @@ ctrl_attr()
 	done
 }
 
-# rdma_res: how many QPs, CQs, MRs and PDs the device has (ib_core's own
-# for its MAD agents included, idle CQs of its CQ pool not).
-rdma_res()
-{
-	local k
-
-	for k in qp cq mr pd; do
-		# ib_core's CQ pool keeps idle CQs until the device goes.
-		echo "$k $(rdma resource show "$k" 2>/dev/null |
-			grep -E "(dev $DEV |link $DEV/)" |
-			grep -Evc 'users 0 .*comm \[ib_core\]')"
-	done | tr '\n' ' '
-}
 
 no_ctrl() { [ -z "$(ctrl_attr state)" ]; }
 

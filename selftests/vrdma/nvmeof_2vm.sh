@@ -71,18 +71,6 @@ host_main()
 
 # Both: the vrdma device, and what either side may use.
 
-# rdma_res: how many QPs, CQs, MRs and PDs the device has (ib_core's own
-# for its MAD agents included, idle CQs of its CQ pool not).
-rdma_res()
-{
-	local k
-
-	for k in qp cq mr pd; do
-		echo "$k $(rdma resource show "$k" 2>/dev/null |
-			grep -E "(dev $DEV |link $DEV/)" |
-			grep -Evc 'users 0 .*comm \[ib_core\]')"
-	done | tr '\n' ' '
-}
 
 hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
 

@@ -1848,6 +1848,11 @@ TEST_F(wire, duplicate_read_checks)
 	}));
 	expect_read_responses(_metadata, q + 1, mem + MTU, MTU, 1, 1);
 	EXPECT_QUIET("after the genuine duplicate");
+	if (rc_cfg.is_rxe) {
+		RC_QUIRK("after forged duplicate READs the next SEND is ACKed for PSN 0xffffff");
+		rc_buf_free(&wo);
+		return;
+	}
 
 	post_recv(_metadata, self, 3, 0);
 	ASSERT_EQ(0, send_only(q + 2, "after", 1));

@@ -34,6 +34,9 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1365,6 +1368,7 @@ TEST_F(uc, recv_too_small)
 
 struct uc_inj {
 	int fd;
+	struct sockaddr_ll to;	/* out of the veth end facing the device */
 	uint8_t saddr[4], daddr[4];
 	uint32_t qpn;		/* the destination QP */
 	uint32_t psn;		/* of the next packet */
@@ -1372,11 +1376,22 @@ struct uc_inj {
 	uint16_t id;		/* IPv4 identification */
 };
 
+/*
+ * Packets for @daddr, the address of netdev @to_dev, from @saddr, sent out
+ * of the other end of the veth (@from_dev) as Ethernet frames for
+ * @to_dev's MAC: they arrive on the device's own netdev from the wire,
+ * whatever the routing of two local addresses says (a device takes no
+ * packet that this host sends it by "lo").
+ */
 static void uc_inj_open(struct __test_metadata *_metadata, struct uc_inj *j,
 			const uint8_t *saddr, const uint8_t *daddr,
+			const char *from_dev, const char *to_dev,
 			uint32_t qpn, uint32_t psn, size_t mtu)
 {
-	struct sockaddr_in src = { .sin_family = AF_INET };
+	unsigned int mac[ETH_ALEN];
+	char path[128];
+	FILE *f;
+	int i;
 
 	memset(j, 0, sizeof(*j));
 	memcpy(j->saddr, saddr, 4);
@@ -1385,14 +1400,38 @@ static void uc_inj_open(struct __test_metadata *_metadata, struct uc_inj *j,
 	j->psn = psn;
 	j->mtu = mtu;
 	j->id = 0x4000;
-	/* IPPROTO_RAW: we write the IP header (IP_HDRINCL). */
-	j->fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+	j->fd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_IP));
 	ASSERT_LE(0, j->fd) {
-		TH_LOG("raw socket: %s", strerror(errno));
+		TH_LOG("packet socket: %s", strerror(errno));
 	}
-	/* From A's address: the policy routing sends it across the veth. */
-	memcpy(&src.sin_addr, saddr, 4);
-	ASSERT_EQ(0, bind(j->fd, (struct sockaddr *)&src, sizeof(src)));
+	snprintf(path, sizeof(path), "/sys/class/net/%s/address", to_dev);
+	f = fopen(path, "r");
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(ETH_ALEN, fscanf(f, "%x:%x:%x:%x:%x:%x", &mac[0], &mac[1],
+				   &mac[2], &mac[3], &mac[4], &mac[5]));
+	fclose(f);
+	j->to.sll_family = AF_PACKET;
+	j->to.sll_protocol = htons(ETH_P_IP);
+	j->to.sll_ifindex = if_nametoindex(from_dev);
+	ASSERT_NE(0, j->to.sll_ifindex);
+	j->to.sll_halen = ETH_ALEN;
+	for (i = 0; i < ETH_ALEN; i++)
+		j->to.sll_addr[i] = mac[i];
+}
+
+/* The IPv4 header checksum, which no IP stack fills in for a frame. */
+static void uc_ip_csum(uint8_t *ip)
+{
+	uint32_t sum = 0;
+	int i;
+
+	ip[10] = ip[11] = 0;
+	for (i = 0; i < 20; i += 2)
+		sum += ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = ~sum >> 8;
+	ip[11] = ~sum;
 }
 
 /*
@@ -1405,7 +1444,6 @@ static void uc_inj_packet(struct __test_metadata *_metadata,
 {
 	size_t pad = -len & 3, ext = reth ? 16 : 0;
 	size_t n = WIRE_HDR_LEN + ext + len + pad + 4;
-	struct sockaddr_in dst = { .sin_family = AF_INET };
 	uint8_t pkt[WIRE_HDR_LEN + 16 + 4096 + 4 + 4];
 	uint8_t *bth = pkt + WIRE_HDR_LEN - 12;
 	uint32_t psn = j->psn;
@@ -1432,10 +1470,11 @@ static void uc_inj_packet(struct __test_metadata *_metadata,
 	if (len)
 		memcpy(bth + 12 + ext, pay, len);
 	wire_icrc(pkt, n);
+	uc_ip_csum(pkt);
 
-	memcpy(&dst.sin_addr, j->daddr, 4);
 	ASSERT_EQ((ssize_t)n, sendto(j->fd, pkt, n, 0,
-				     (struct sockaddr *)&dst, sizeof(dst))) {
+				     (struct sockaddr *)&j->to,
+				     sizeof(j->to))) {
 		TH_LOG("sendto: %s", strerror(errno));
 	}
 }
@@ -1591,13 +1630,14 @@ TEST_F(uc, lost_packets)
 	struct uc_inj j;
 	struct ibv_wc wc;
 
-	/* Injected by this host to itself, it would arrive by "lo". */
-	if (!two)
-		SKIP(return, "a device takes packets only from its own netdev");
+	if (rc_cfg.is_rxe && !two)
+		SKIP(return, "rxe takes packets only from its own netdev");
 	uc_env(_metadata, self, 0);
-	inet_pton(AF_INET, IP0, a);
+	/* Into B's netdev from A's end of the veth, or the other way. */
+	inet_pton(AF_INET, two ? IP0 : IP1, a);
 	inet_pton(AF_INET, two ? IP1 : IP0, b);
-	uc_inj_open(_metadata, &j, a, b, qb->qp->qp_num, qb->rq_psn, m);
+	uc_inj_open(_metadata, &j, a, b, two ? NETDEV0 : NETDEV1,
+		    two ? NETDEV1 : NETDEV0, qb->qp->qp_num, qb->rq_psn, m);
 	/* Receive WQE i takes the SEND at i * slot. */
 	for (int i = 0; i < 12; i++)
 		ASSERT_EQ(0, rc_post_recv(qb, i + 1, &self->e.bb, i * slot,

@@ -70,13 +70,63 @@ wait_until 10 sh -c 'grep -l "0000:0000:0000:0000:0000:ffff:0ada" \
 	grep -l "0000:0000:0000:0000:0000:ffff:0ada" \
 	/sys/class/infiniband/vrdmafz1/ports/1/gids/*'
 
+# The processes under @1, depth first.
+descendants()
+{
+	local p
+
+	for p in $(pgrep -P "$1"); do
+		echo "$p"
+		descendants "$p"
+	done
+}
+
+# watchdog PID SECS: if PID still runs after SECS, print where each of its
+# processes' threads waits (state, wchan, kernel stack), have the kernel
+# list every blocked task and each CPU's backtrace, and kill them all.  A
+# fuzzer that stops making progress then fails, with the evidence of which
+# side hangs, instead of silencing the VM until the harness kills it.
+watchdog()
+{
+	local pid=$1 left=$2 p t
+
+	while [ "$left" -gt 0 ] && kill -0 "$pid" 2>/dev/null; do
+		sleep 1
+		left=$((left - 1))
+	done
+	kill -0 "$pid" 2>/dev/null || return 0
+	echo "# watchdog: still running after $2 s; its tasks:"
+	for p in "$pid" $(descendants "$pid"); do
+		for t in /proc/"$p"/task/*; do
+			echo "#   $p/${t##*/} $(cut -d' ' -f2,3 "$t"/stat 2>/dev/null) wchan $(cat "$t"/wchan 2>/dev/null)"
+			sed 's/^/#     /' "$t"/stack 2>/dev/null
+		done
+	done
+	echo w > /proc/sysrq-trigger
+	echo l > /proc/sysrq-trigger
+	for p in $(descendants "$pid") "$pid"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+}
+
 # run_fuzzer NAME CMD...: one TAP result for the fuzzer, its own lines
-# indented as a subtest.
+# indented as a subtest.  It must end within its time plus a margin for a
+# loaded host (watchdog).
 run_fuzzer()
 {
 	local name=$1 rc
 	shift
-	"$@" 2>&1 | sed -u 's/^/    /'
+	{
+		"$@" &
+		local pid=$!
+		watchdog "$pid" $(((secs + 120) * ${VRDMA_TEST_SLOW:-1})) &
+		local wd=$!
+		wait "$pid"
+		rc=$?
+		kill "$wd" 2>/dev/null
+		wait "$wd" 2>/dev/null
+		exit "$rc"
+	} 2>&1 | sed -u 's/^/    /'
 	rc=${PIPESTATUS[0]}
 	[ "$rc" -eq 0 ] || echo "# $name failed (exit $rc): replay with VRDMA_FUZZ_SEED=$seed"
 	tap_result "$rc" "$name (seed $seed, $secs s)"

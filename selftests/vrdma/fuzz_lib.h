@@ -131,6 +131,28 @@ static inline int fz_sh(const char *cmd)
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+/*
+ * Wait at most @secs for the child @pid to end, its status in *@st; kill it
+ * when it does not.  Returns 0, or -1 if it had to be killed: a fuzzer
+ * never waits for a child that hangs (the kernel's part of such a hang is
+ * for fuzz.sh's watchdog to show).
+ */
+static inline int fz_wait_child(pid_t pid, int *st, double secs)
+{
+	double end = fz_now() + secs;
+	pid_t w;
+
+	while (!(w = waitpid(pid, st, WNOHANG)) && fz_now() < end)
+		usleep(10 * 1000);
+	if (w == pid)
+		return 0;
+	if (!w) {
+		kill(pid, SIGKILL);
+		waitpid(pid, st, 0);
+	}
+	return -1;
+}
+
 /* ---- the device ------------------------------------------------------ */
 
 /* rc_find_gid(): gid_lib.h. */
@@ -436,14 +458,19 @@ static inline pid_t fz_live_start(const char *dev_a, const char *dev_b)
 	return pid;
 }
 
-/* Stop the live traffic; whether it stayed right throughout. */
+/*
+ * Stop the live traffic; whether it stayed right throughout.  It stops
+ * within one poll of its CQ (fz_live_wc()); a slow host gets a minute.
+ */
 static inline int fz_live_stop_wait(pid_t pid)
 {
 	int st;
 
 	kill(pid, SIGTERM);
-	if (waitpid(pid, &st, 0) != pid)
+	if (fz_wait_child(pid, &st, 60)) {
+		printf("# live traffic: did not stop within 60 s of SIGTERM\n");
 		return 0;
+	}
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 

@@ -980,9 +980,12 @@ static int inject_local(const struct inj *in, int n)
 		}
 		_exit(sent);
 	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+	if (fz_wait_child(pid, &status, 30 * g.slow)) {
+		printf("# the local socket's sender did not end within %d s\n",
+		       30 * g.slow);
 		return 0;
-	return WEXITSTATUS(status);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 }
 
 /* Send @in by fz3 (to fz2's MAC) or by the raw socket of NS. */
@@ -1210,8 +1213,10 @@ static struct ibv_ah *ah_to(const char *ip)
  * memory holding marker2, an RC QP without remote rights (connected to
  * nobody), a UD QP.  It tells @wfd its objects, learns from @rfd this
  * process's local-only MR, posts sends and receives with that MR's key
- * until @rfd is closed, and checks its memory meanwhile.  Exit status 0 if
- * no byte of it changed.
+ * until a byte (or the end) comes from @rfd, and checks its memory
+ * meanwhile.  The byte, not the end alone: the live pair's process and
+ * the local socket's sender inherit the pipe's other end too.  Exit status
+ * 0 if no byte of its memory changed.
  */
 static int other_run(const char *dev, int rfd, int wfd)
 {
@@ -1279,6 +1284,7 @@ static int other_run(const char *dev, int rfd, int wfd)
 	me.ud_qpn = ud->qp_num;
 	me.rc_psn = 0x1000;
 	if (!ah || write(wfd, &me, sizeof(me)) != sizeof(me) ||
+	    poll(&(struct pollfd){ rfd, POLLIN }, 1, 60000 * g.slow) <= 0 ||
 	    read(rfd, &them, sizeof(them)) != sizeof(them))
 		return 2;
 
@@ -1295,7 +1301,7 @@ static int other_run(const char *dev, int rfd, int wfd)
 		int n, i;
 
 		if (poll(&pfd, 1, 20) > 0)
-			break;	/* closed: the end */
+			break;	/* the end */
 		loops++;
 		if (fz_qp_state(ud) == IBV_QPS_SQE)
 			ibv_modify_qp(ud, &a, IBV_QP_STATE);
@@ -1440,10 +1446,18 @@ static void post_requests(struct fz_rng *r, struct ibv_qp *qp)
 	ibv_post_send(qp, &wr, &bad);
 }
 
+/* The UD target's multicast group. */
+static void mcast_gid(union ibv_gid *mgid)
+{
+	memset(mgid, 0, sizeof(*mgid));
+	mgid->raw[10] = mgid->raw[11] = 0xff;
+	inet_pton(AF_INET, MCAST_IP, mgid->raw + 12);
+}
+
 static int targets_create(struct fz_rng *r, struct target *t, int round,
 			  const uint32_t *prev)
 {
-	union ibv_gid mgid = { 0 };
+	union ibv_gid mgid;
 
 	memset(t, 0, sizeof(*t));
 	memcpy(t->prev, prev, sizeof(t->prev));
@@ -1472,8 +1486,7 @@ static int targets_create(struct fz_rng *r, struct target *t, int round,
 			      fz_u32(r) & 0xffffff, 0, 0, t->uc_acc) ||
 	    fz_connect(t->ud, g.gid_idx, g.mtu, 0, NULL, 0, 0, 0, 0))
 		return -1;
-	mgid.raw[10] = mgid.raw[11] = 0xff;
-	inet_pton(AF_INET, MCAST_IP, mgid.raw + 12);
+	mcast_gid(&mgid);
 	t->mcast = !ibv_attach_mcast(t->ud, &mgid, 0);
 	post_recvs(r, t->rc, 32);
 	post_recvs(r, t->uc, 32);
@@ -1523,15 +1536,37 @@ static int state_ok(struct ibv_qp *qp, int ud)
 	return 0;
 }
 
-static void targets_destroy(struct target *t)
+/*
+ * Destroy the target QPs; the UD target leaves its group first, as a QP
+ * still attached cannot be destroyed (uverbs: EBUSY), and would live on,
+ * taking the packets that the next rounds aim at its QPN.  Returns how
+ * many could not be destroyed.
+ */
+static int targets_destroy(struct target *t, const char *when)
 {
-	if (t->rc)
-		ibv_destroy_qp(t->rc);
-	if (t->uc)
-		ibv_destroy_qp(t->uc);
-	if (t->ud)
-		ibv_destroy_qp(t->ud);
+	struct ibv_qp *qp[3] = { t->rc, t->uc, t->ud };
+	union ibv_gid mgid;
+	int i, bad = 0, err;
+
+	mcast_gid(&mgid);
+	if (t->mcast && (err = ibv_detach_mcast(t->ud, &mgid, 0))) {
+		printf("# %s: cannot detach UD QP %#x from its group: %s\n",
+		       when, t->ud->qp_num, strerror(err));
+		bad++;
+	}
+	for (i = 0; i < 3; i++) {
+		if (!qp[i])
+			continue;
+		err = ibv_destroy_qp(qp[i]);
+		if (err) {
+			printf("# %s: cannot destroy QP %#x (type %d): %s\n",
+			       when, qp[i]->qp_num, qp[i]->qp_type,
+			       strerror(err));
+			bad++;
+		}
+	}
 	memset(t, 0, sizeof(*t));
+	return bad;
 }
 
 static const char *const drop_counters[] = {
@@ -1554,7 +1589,7 @@ int main(int argc, char **argv)
 	uint64_t seed, m;
 	unsigned long max_pkts = ~0ul;
 	int round = 0, bad_rounds = 0, bad_keys = 0, cqe_bad = 0;
-	int other_fd = -1, other_ok = 0, ost;
+	int other_fd = -1, other_ok = 0, ost = 0, bad_destroy = 0;
 	long sentinel_bad = 0;
 	unsigned int i;
 	pid_t live, other;
@@ -1650,7 +1685,7 @@ int main(int argc, char **argv)
 		if (targets_create(&r, &t, round, prev)) {
 			printf("# %s: cannot create the target QPs: %s\n",
 			       when, strerror(errno));
-			targets_destroy(&t);
+			bad_destroy += targets_destroy(&t, when);
 			bad_rounds++;
 			break;
 		}
@@ -1680,7 +1715,7 @@ int main(int argc, char **argv)
 		if (!state_ok(t.rc, 0) || !state_ok(t.uc, 0) ||
 		    !state_ok(t.ud, 1))
 			bad_rounds++;
-		targets_destroy(&t);
+		bad_destroy += targets_destroy(&t, when);
 		/*
 		 * Packets still on their way when the CQ was drained may have
 		 * completed since (a slow kernel takes longer than the 100 ms
@@ -1701,9 +1736,14 @@ int main(int argc, char **argv)
 	usleep(300 * 1000);
 	capture_drain();
 	if (other > 0) {
+		if (write(other_fd, "", 1) != 1)
+			printf("# cannot tell the other user's process to end\n");
 		close(other_fd);
-		other_ok = waitpid(other, &ost, 0) == other &&
+		other_ok = !fz_wait_child(other, &ost, 60 * g.slow) &&
 			   WIFEXITED(ost) && !WEXITSTATUS(ost);
+		if (!other_ok)
+			printf("# the other user's process failed or did not end within %d s (status %#x)\n",
+			       60 * g.slow, ost);
 	}
 	for (i = 0; i < NDROP; i++) {
 		long long d = rc_hw_counter(dev0, drop_counters[i]) - before[i];
@@ -1724,7 +1764,8 @@ int main(int argc, char **argv)
 	fz_result(!sentinel_bad, "no byte changed outside the memory the rkeys grant");
 	fz_result(!bad_keys, "re-registration never gives an old rkey again");
 	fz_result(!bad_rounds, "the target QPs end in RTS or ERR (UD: SQE)");
-	fz_result(!cqe_bad, "every CQE of the target QPs is well formed");
+	fz_result(!bad_destroy, "the target QPs are destroyed at the end of each round");
+	fz_result(!cqe_bad, "every CQE of the target QPs is well formed, none after their destruction");
 	fz_result(d_icrc + d_drop >= (long long)st.bad_icrc && d_icrc > 0,
 		  "the packets with a bad ICRC are dropped and counted (%lld icrc_errors for %lu sent)",
 		  d_icrc, st.bad_icrc);

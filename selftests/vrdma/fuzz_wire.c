@@ -64,8 +64,10 @@
  * of its memory may change or leave, none of this process's either.
  *
  * The target QPs end each round in RTS, SQE (UD) or ERR, never anything
- * else, their CQEs are well formed, and at the end the live pair has kept
- * working and the device has counted dropped packets.
+ * else, and are destroyed (a destroy that fails is a failure), their CQEs
+ * are well formed and none comes once they are destroyed, and at the end
+ * the live pair has kept working and the device has counted dropped
+ * packets.  Every child process is waited for with a deadline.
  *
  *   fuzz_wire DEV0 DEV1 SECONDS SEED [PACKETS]
  *

@@ -11,6 +11,12 @@
  * NAK means "no receive WQE was posted, try again after a while", and the
  * others (invalid request, remote access, remote operation error) fail the
  * WQE and put the QP in error.
+ *
+ * The end of a send WQE's life is all here: its completion
+ * (vrdma_complete_swqe()), the flush of the error state (vrdma_flush_sq()),
+ * and retransmission: the timer (vrdma_retrans_arm(), vrdma_timed_out())
+ * and going back (vrdma_rewind(), vrdma_retry()).  The requester calls
+ * these; the completer calls nothing of the requester's.
  */
 #include "vrdma.h"
 #include "pkt.h"
@@ -33,8 +39,13 @@ static u32 vrdma_read_expect(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	return vrdma_psn_add(swqe->first_psn, swqe->read_done / qp->mtu);
 }
 
-/* Forward progress: the retry counter starts over, the timer too. */
-static void vrdma_progress(struct vrdma_qp *qp)
+/**
+ * vrdma_req_progress() - requests were acknowledged: forward progress
+ * @qp: the QP, engines owned; req.una moved on
+ *
+ * The retry counter starts over, the retransmission timer too.
+ */
+void vrdma_req_progress(struct vrdma_qp *qp)
 {
 	qp->req.retry = 0;
 	qp->req.rewound = false;
@@ -109,7 +120,7 @@ static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 	if (vrdma_psn_diff(una, qp->req.una) > 0) {
 		qp->req.una = una;
 		vrdma_skip_acked(qp);
-		vrdma_progress(qp);
+		vrdma_req_progress(qp);
 	}
 	if (implied)
 		vrdma_count(qp->vdev, VRDMA_CNT_IMPLIED_NAK);
@@ -118,7 +129,7 @@ static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 
 /**
  * vrdma_rewind() - go back to @psn: the requester resends from there
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned
  * @psn: an unacknowledged PSN sent (between req.una and req.psn)
  *
  * Go-back-N: every request from the packet with this PSN on is sent again.
@@ -130,6 +141,8 @@ static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 {
 	u32 i;
+
+	vrdma_qp_assert_owned(qp);
 
 	for (i = qp->sq.kidx; i != qp->req.fetch; i++) {
 		struct vrdma_swqe *swqe = &qp->swqe[i & qp->sq.mask];
@@ -161,7 +174,7 @@ struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 
 /**
  * vrdma_retry() - resend from @psn after a loss, within the retry budget
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned
  * @psn: the first PSN to resend, normally qp->req.una
  * @timeout: the retransmission timer expired (else a NAK said so)
  *
@@ -182,6 +195,8 @@ struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
  */
 void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout)
 {
+	vrdma_qp_assert_owned(qp);
+
 	trace_vrdma_retry(qp, psn, timeout);
 	if (!timeout && qp->req.rewound && psn == qp->req.rewind_psn) {
 		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
@@ -202,6 +217,8 @@ void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout)
 void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
 {
 	struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+
+	vrdma_qp_assert_owned(qp);
 
 	if (qp->sq.kidx == qp->req.fetch)
 		return;
@@ -411,6 +428,8 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 
+	vrdma_qp_assert_owned(qp);
+
 	/* Only RC QPs are answered: anything else is forged, or garbage. */
 	if (qp->ibqp.qp_type != IB_QPT_RC || !(pkt->mask & VRDMA_OPF_RC)) {
 		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
@@ -442,4 +461,171 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
 	else
 		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
 	consume_skb(skb);
+}
+
+/* The IB_WC_* opcode of a completed send WQE. */
+static u8 vrdma_wc_opcode(u8 wr_opcode)
+{
+	switch (wr_opcode) {
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_UVERBS_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	case IB_UVERBS_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
+	case IB_UVERBS_WR_BIND_MW:
+		return IB_WC_BIND_MW;
+	case VRDMA_WR_REG_MR:
+		return IB_WC_REG_MR;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/**
+ * vrdma_complete_swqe() - complete the oldest send WQE and return its slot
+ * @qp: the QP, engines owned
+ * @swqe: qp->swqe of sq.kidx
+ * @status: IB_WC_* status
+ *
+ * A CQE is written if the WQE was signaled or failed.  A CQ overflow puts
+ * the QP in error.
+ */
+void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+			 u8 status)
+{
+	struct vrdma_send_wqe *wqe = swqe->wqe;
+
+	vrdma_qp_assert_owned(qp);
+
+	swqe->state = VRDMA_SWQE_DONE;
+	if (swqe->rd_atomic) {
+		swqe->rd_atomic = false;
+		qp->req.rd_atomic--;
+	}
+	/*
+	 * Free the slot before the CQE is visible: a process that sees the
+	 * completion may post into the slot at once.  The kernel's copy of
+	 * the WQE stays valid.
+	 */
+	vrdma_queue_consume(&qp->sq, 1);
+	if (qp->sq_sig_all || (wqe->flags & VRDMA_SEND_SIGNALED) ||
+	    status != IB_WC_SUCCESS) {
+		struct vrdma_cqe cqe = {
+			.wr_id = wqe->wr_id,
+			.status = status,
+			.opcode = vrdma_wc_opcode(wqe->opcode),
+			.byte_len = swqe->length,
+			.qp_num = qp->ibqp.qp_num,
+		};
+
+		if (vrdma_cq_post(qp->scq, &cqe, false))
+			status = IB_WC_GENERAL_ERR;
+	}
+	if (status == IB_WC_SUCCESS || qp->state == IB_QPS_ERR)
+		return;
+	if (qp->ibqp.qp_type == IB_QPT_RC || status == IB_WC_GENERAL_ERR)
+		vrdma_qp_error(qp, status == IB_WC_GENERAL_ERR ?
+				   IB_EVENT_QP_FATAL : 0);
+	else
+		vrdma_qp_sq_error(qp);
+}
+
+/**
+ * vrdma_flush_sq() - complete every WQE not completed with a flush error
+ * @qp: the QP, engines owned, in the error state
+ *
+ * Includes WQEs posted but not yet copied out of the ring: only their
+ * wr_id and opcode are read from there.
+ */
+void vrdma_flush_sq(struct vrdma_qp *qp)
+{
+	struct vrdma_queue *q = &qp->sq;
+	u32 prod;
+
+	vrdma_qp_assert_owned(qp);
+
+	/* Flushing is done once prod is read: WQEs after it need a doorbell. */
+	vrdma_sq_want_doorbell(qp);
+	/* Pairs with the provider's store-release of prod. */
+	prod = smp_load_acquire(&q->ring->prod);
+
+	/* A garbage producer index: flush what we know of. */
+	if (prod - q->kidx > q->num_entries ||
+	    prod - q->kidx < qp->req.fetch - q->kidx)
+		prod = qp->req.fetch;
+
+	while (q->kidx != prod) {
+		struct vrdma_swqe *swqe = &qp->swqe[q->kidx & q->mask];
+		struct vrdma_cqe cqe = {
+			.status = IB_WC_WR_FLUSH_ERR,
+			.qp_num = qp->ibqp.qp_num,
+		};
+
+		/* Copied out already, or still only in the ring? */
+		if ((s32)(q->kidx - qp->req.fetch) < 0) {
+			cqe.wr_id = swqe->wqe->wr_id;
+			cqe.opcode = vrdma_wc_opcode(swqe->wqe->opcode);
+		} else {
+			struct vrdma_send_wqe *w = vrdma_queue_slot(q, q->kidx);
+
+			cqe.wr_id = READ_ONCE(w->wr_id);
+			cqe.opcode = vrdma_wc_opcode(READ_ONCE(w->opcode));
+		}
+		vrdma_queue_consume(q, 1);
+		vrdma_cq_post(qp->scq, &cqe, false);
+	}
+	qp->req.fetch = q->kidx;
+	qp->req.cur = q->kidx;
+	qp->req.offset = 0;
+	qp->req.rd_atomic = 0;
+}
+
+/**
+ * vrdma_retrans_arm() - (re)start or stop the retransmission timer
+ * @qp: the QP, engines owned
+ *
+ * Runs whenever requests are sent or acknowledged: the timer measures how
+ * long the oldest unacknowledged request has gone without progress.  A
+ * timeout attribute of 0 means wait forever.
+ */
+void vrdma_retrans_arm(struct vrdma_qp *qp)
+{
+	u8 t = qp->attr.timeout;
+
+	vrdma_qp_assert_owned(qp);
+
+	if (!vrdma_req_outstanding(qp) || qp->req.rnr_wait || !t ||
+	    qp->state == IB_QPS_ERR) {
+		del_timer(&qp->retrans_timer);
+		return;
+	}
+	/* IBA: 4.096 us * 2^timeout. */
+	mod_timer(&qp->retrans_timer,
+		  jiffies + usecs_to_jiffies((4096ULL << t) / 1000) + 1);
+}
+
+/**
+ * vrdma_timed_out() - the retransmission timer fired: go back
+ * @qp: the QP, engines owned
+ *
+ * The oldest request, or its ACK, was lost.  Go back to it and send
+ * everything again, at most retry_cnt times in a row.
+ */
+void vrdma_timed_out(struct vrdma_qp *qp)
+{
+	vrdma_qp_assert_owned(qp);
+
+	qp->req.timed_out = false;
+	/* Acknowledged meanwhile, or progress re-armed the timer since. */
+	if (!vrdma_req_outstanding(qp) || qp->req.rnr_wait ||
+	    timer_pending(&qp->retrans_timer))
+		return;
+	vrdma_count(qp->vdev, VRDMA_CNT_TIMEOUTS);
+	vrdma_retry(qp, qp->req.una, true);
 }

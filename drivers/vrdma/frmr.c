@@ -145,7 +145,7 @@ struct vrdma_mr *vrdma_frmr_find(struct vrdma_dev *vdev, u32 key)
 
 /**
  * vrdma_frmr_reg() - execute a REG_MR work request
- * @qp: the QP it was posted to, mutex held
+ * @qp: the QP it was posted to, engines owned, mutex held
  * @wqe: the kernel's copy of the WQE
  *
  * The MR named by the index of reg.mr_lkey must be a free fast-reg MR of
@@ -165,6 +165,8 @@ u8 vrdma_frmr_reg(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe)
 	u8 status = IB_WC_LOC_QP_OP_ERR;
 	struct vrdma_mr *mr;
 	u32 offset;
+
+	vrdma_qp_assert_locked(qp);
 
 	/* Never from user space: user PDs have no fast-reg MRs. */
 	if (qp->ibqp.uobject)
@@ -220,7 +222,7 @@ static int vrdma_frmr_invalidate(struct vrdma_qp *qp, u32 key)
 
 /**
  * vrdma_invalidate_key() - LOCAL_INV, or the IETH of a SEND with invalidate
- * @qp: the QP it came through, mutex held
+ * @qp: the QP it came through, engines owned, mutex held
  * @key: a memory window's rkey or a fast-reg MR's key
  * @remote: from the peer's SEND with invalidate
  *
@@ -228,6 +230,8 @@ static int vrdma_frmr_invalidate(struct vrdma_qp *qp, u32 key)
  */
 int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote)
 {
+	vrdma_qp_assert_locked(qp);
+
 	if (VRDMA_KEY_IS_MW(key))
 		return vrdma_mw_invalidate(qp, key, remote);
 	return vrdma_frmr_invalidate(qp, key);

@@ -160,7 +160,7 @@ static int __init vrdma_init(void)
 	int ret;
 
 	vrdma_copy_init();
-	ret = vrdma_qp_init();
+	ret = vrdma_sched_init();
 	if (ret)
 		return ret;
 	ret = vrdma_parent_init();
@@ -169,16 +169,21 @@ static int __init vrdma_init(void)
 	ret = vrdma_net_init();
 	if (ret)
 		goto err_parent;
+	ret = vrdma_netdev_init();
+	if (ret)
+		goto err_net;
 
 	vrdma_debugfs_init();
 	rdma_link_register(&vrdma_link_ops);
 	pr_info("vrdma: loaded, uverbs ABI %d\n", VRDMA_UVERBS_ABI_VERSION);
 	return 0;
 
+err_net:
+	vrdma_net_exit();
 err_parent:
 	vrdma_parent_exit();
 err_qp:
-	vrdma_qp_exit();
+	vrdma_sched_exit();
 	return ret;
 }
 
@@ -188,9 +193,10 @@ static void __exit vrdma_exit(void)
 	rdma_link_unregister(&vrdma_link_ops);
 	vrdma_unregister_all();
 	vrdma_debugfs_exit();
+	vrdma_netdev_exit();
 	vrdma_net_exit();
 	vrdma_parent_exit();
-	vrdma_qp_exit();
+	vrdma_sched_exit();
 	pr_info("vrdma: unloaded\n");
 }
 

@@ -386,7 +386,7 @@ int vrdma_mr_check(struct vrdma_mr *mr, struct vrdma_pd *pd, u32 key,
 
 /**
  * vrdma_rkey_get() - the memory an rkey of a request opens
- * @qp: the responder's QP, mutex held
+ * @qp: the responder's QP, engines owned
  * @rkey: from the packet (untrusted): an MR's or a memory window's
  * @va: first address
  * @length: bytes, not 0
@@ -405,6 +405,8 @@ int vrdma_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 {
 	struct vrdma_mr *mr;
 	int ret;
+
+	vrdma_qp_assert_owned(qp);
 
 	if (VRDMA_KEY_IS_MW(rkey))
 		return vrdma_mw_rkey_get(qp, rkey, va, length, access, mrp);
@@ -510,7 +512,7 @@ int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
  * @chunk: set to the bytes the pointer is valid for, at most @length (to
  *	the end of a page, or of a fast-reg MR's page)
  *
- * The loopback path (local.c) copies from one MR to another through two of
+ * The loopback path (loopback.c) copies from one MR to another through two of
  * these at once.  Undo with vrdma_mr_unmap(), in reverse order.
  *
  * Return: the kernel address, or NULL for a DMA MR address that is not

@@ -154,7 +154,7 @@ static bool vrdma_mw_mr_ok(struct vrdma_mr *mr, struct vrdma_pd *pd, u32 lkey,
 
 /**
  * vrdma_mw_bind() - execute a BIND_MW work request
- * @qp: the QP it was posted to, mutex held
+ * @qp: the QP it was posted to, engines owned, mutex held
  * @wqe: the kernel's copy of the WQE
  *
  * The window is named by the index of bind.mw_rkey (not its key byte: the
@@ -174,6 +174,8 @@ u8 vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe)
 	struct vrdma_mr *mr = NULL;
 	struct vrdma_mw *mw;
 	u8 status = IB_WC_MW_BIND_ERR;
+
+	vrdma_qp_assert_locked(qp);
 
 	if ((access & ~VRDMA_MW_ACCESS) ||
 	    VRDMA_KEY_INDEX(new_rkey) != VRDMA_KEY_INDEX(wqe->bind.mw_rkey))
@@ -219,7 +221,7 @@ unlock:
 
 /**
  * vrdma_mw_invalidate() - unbind a type 2 window by its rkey
- * @qp: the QP the request came through, mutex held
+ * @qp: the QP the request came through, engines owned, mutex held
  * @rkey: the window's current key
  * @remote: the IETH of a SEND_WITH_INV from @qp's peer (else LOCAL_INV):
  *	the window must have been bound through @qp
@@ -235,6 +237,8 @@ int vrdma_mw_invalidate(struct vrdma_qp *qp, u32 rkey, bool remote)
 	struct vrdma_mw *mw;
 	int ret = -EINVAL;
 
+	vrdma_qp_assert_locked(qp);
+
 	xa_lock_bh(&vdev->mw_xa);
 	mw = vrdma_mw_find(vdev, rkey);
 	if (mw && mw->ibmw.rkey == rkey && mw->pd == qp->pd &&
@@ -249,7 +253,7 @@ int vrdma_mw_invalidate(struct vrdma_qp *qp, u32 rkey, bool remote)
 
 /**
  * vrdma_mw_rkey_get() - the memory a window's rkey opens to a request
- * @qp: the responder's QP, mutex held
+ * @qp: the responder's QP, engines owned
  * @rkey: from the packet (untrusted); VRDMA_KEY_IS_MW()
  * @va: first address
  * @length: bytes, not 0
@@ -267,6 +271,8 @@ int vrdma_mw_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 	struct vrdma_mw *mw;
 	u64 end;
 	int ret = -EACCES;
+
+	vrdma_qp_assert_owned(qp);
 
 	xa_lock_bh(&vdev->mw_xa);
 	mw = vrdma_mw_find(vdev, rkey);

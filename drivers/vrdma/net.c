@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The Ethernet side of vrdma: what happens to a device when its netdev
- * changes, and the RoCEv2 UDP tunnel that carries its packets.
+ * The RoCEv2 UDP tunnel that carries a device's packets (what its netdev
+ * does to it is netdev.c's).
  *
  * Sending: the requester or responder allocates a packet with
  * vrdma_pkt_alloc(), fills the BTH (vrdma_bth_init()), the extension
@@ -66,139 +66,6 @@ struct vrdma_net {
 
 static DEFINE_MUTEX(vrdma_nets_lock);
 static LIST_HEAD(vrdma_nets);
-
-/*
- * Netdev events
- */
-
-static int vrdma_netdev_event(struct notifier_block *nb, unsigned long event,
-			      void *ptr)
-{
-	struct net_device *ndev = netdev_notifier_info_to_dev(ptr);
-	struct vrdma_dev *vdev;
-
-	vdev = vrdma_get_dev_by_netdev_rcu(ndev);
-	if (!vdev)
-		return NOTIFY_DONE;
-
-	switch (event) {
-	case NETDEV_UNREGISTER:
-		/*
-		 * The netdev waits for our reference; unregistration cannot
-		 * run under RTNL, so it is queued.
-		 */
-		ib_unregister_device_queued(&vdev->ibdev);
-		break;
-	case NETDEV_UP:
-	case NETDEV_DOWN:
-	case NETDEV_CHANGE:
-		vrdma_port_update(vdev);
-		break;
-	case NETDEV_CHANGENAME:
-		vrdma_parent_rename(vdev);
-		break;
-	default:
-		/* MTU and addresses are read when queried; GIDs are ib_core's. */
-		break;
-	}
-
-	ib_device_put(&vdev->ibdev);
-	return NOTIFY_OK;
-}
-
-static struct notifier_block vrdma_netdev_notifier = {
-	.notifier_call = vrdma_netdev_event,
-};
-
-/*
- * Which device
- */
-
-/*
- * The registered device on @ndev, or on the netdev under it if @ndev is a
- * VLAN: ib_core puts the addresses of VLANs on top of our netdev in our
- * GID table.  Returns it referenced (ib_device_put()).
- */
-static struct vrdma_dev *vrdma_dev_by_ndev(struct net_device *ndev)
-{
-	struct vrdma_dev *vdev;
-
-	if (!ndev)
-		return NULL;
-	vdev = vrdma_get_dev_by_netdev_rcu(ndev);
-	if (!vdev && is_vlan_dev(ndev))
-		vdev = vrdma_get_dev_by_netdev_rcu(vlan_dev_real_dev(ndev));
-	return vdev;
-}
-
-/*
- * The netdev of @net that has the address @addr (IPv4 when !@ipv6), or NULL
- * if it is not an address of this host.  Context: RCU.
- */
-static struct net_device *vrdma_addr_ndev(struct net *net, bool ipv6,
-					  __be32 addr4,
-					  const struct in6_addr *addr6)
-{
-	if (!ipv6)
-		return __ip_dev_find(net, addr4, false);
-	/*
-	 * With ipv6.disable=1 there is no address table to look in, yet the
-	 * default GID (fe80::, from the MAC) still gives an IPv6 path; its
-	 * packets fail at the route lookup.
-	 */
-	if (!IS_ENABLED(CONFIG_IPV6) || !ipv6_mod_enabled())
-		return NULL;
-	return ipv6_dev_find(net, addr6, NULL);
-}
-
-/*
- * The generation of what vrdma_addr_ndev() answers from: IP bumps its
- * count of @net's addresses of a family whenever one is added (for IPv6,
- * also when one becomes usable after duplicate address detection) or
- * removed, after the change can be seen.  IPv4 also asks the FIB's local
- * table, whose changes bump the route generation.  Both only grow.
- */
-static u32 vrdma_addr_gen(struct net *net, bool ipv6)
-{
-#if IS_ENABLED(CONFIG_IPV6)
-	if (ipv6)
-		return atomic_read(&net->ipv6.dev_addr_genid);
-#endif
-	return atomic_read(&net->ipv4.dev_addr_genid) + rt_genid_ipv4(net);
-}
-
-/* vrdma_av.remote: "remote" and the generation it was learnt at. */
-#define VRDMA_AV_REMOTE		BIT_ULL(32)
-
-/*
- * The netdev of @net that has @av's destination address, or NULL if it is
- * not an address of this host: vrdma_addr_ndev() for the path.  Every
- * packet asks, and the tables cost a hash lookup, with a FIB lookup
- * besides for IPv4 (__ip_dev_find()).  So the answer "remote" is kept in
- * the path until @net's addresses change (vrdma_addr_gen(), read before
- * the lookup: an address added after it changes the generation), as IP's
- * own caches of source addresses are.  The answer "local" is not kept:
- * the device that has the address may go.  Context: RCU.
- */
-static struct net_device *vrdma_av_local_ndev(struct net *net,
-					      struct vrdma_av *av)
-{
-	u64 remote = VRDMA_AV_REMOTE | vrdma_addr_gen(net, av->ipv6);
-	struct net_device *ndev;
-
-	if (atomic64_read(&av->remote) == remote)
-		return NULL;
-	smp_rmb();	/* the generation before the tables */
-	ndev = vrdma_addr_ndev(net, av->ipv6, av->daddr4, &av->daddr6);
-	if (!ndev)
-		atomic64_set(&av->remote, remote);
-	return ndev;
-}
-
-static bool vrdma_ndev_active(struct net_device *ndev)
-{
-	return netif_running(ndev) && netif_carrier_ok(ndev);
-}
 
 /*
  * Receiving
@@ -830,55 +697,6 @@ static struct sock *vrdma_tunnel_sk(struct vrdma_dev *vdev, bool ipv6)
 }
 
 /**
- * vrdma_pkt_local() - whether packets on @av stay inside this host
- * @vdev: the sending device
- * @av: the path
- *
- * True when the destination is an address of the namespace of @vdev's
- * netdev: vrdma_pkt_send() then delivers to the device that has it, inside
- * the driver.
- *
- * Context: any.
- */
-bool vrdma_pkt_local(struct vrdma_dev *vdev, struct vrdma_av *av)
-{
-	bool local;
-
-	rcu_read_lock();
-	local = vrdma_av_local_ndev(dev_net(vdev->ndev), av);
-	rcu_read_unlock();
-	return local;
-}
-
-/**
- * vrdma_local_dev() - the device of this host that @av leads to
- * @vdev: the sending device
- * @av: the path
- *
- * The device vrdma_pkt_send() would deliver a packet on @av to inside the
- * driver, for the loopback path (local.c), which moves a whole message
- * without packets.
- *
- * Context: any.
- * Return: that device, referenced (ib_device_put()), if both ports are
- * up; else NULL.
- */
-struct vrdma_dev *vrdma_local_dev(struct vrdma_dev *vdev, struct vrdma_av *av)
-{
-	struct vrdma_dev *ldev;
-
-	rcu_read_lock();
-	ldev = vrdma_dev_by_ndev(vrdma_av_local_ndev(dev_net(vdev->ndev), av));
-	rcu_read_unlock();
-	if (ldev && (!vrdma_ndev_active(vdev->ndev) ||
-		     !vrdma_ndev_active(ldev->ndev))) {
-		ib_device_put(&ldev->ibdev);
-		ldev = NULL;
-	}
-	return ldev;
-}
-
-/**
  * vrdma_pkt_send() - send a packet
  * @vdev: the sending device
  * @av: the path: @av->ipv6 selects IPv4 (@av->saddr4, @av->daddr4) or IPv6
@@ -1170,29 +988,20 @@ static struct pernet_operations vrdma_net_ops = {
 };
 
 /**
- * vrdma_net_init() - start following netdev and namespace events
+ * vrdma_net_init() - start following namespace events
  *
  * Return: 0 or a negative errno.
  */
 int vrdma_net_init(void)
 {
-	int err;
-
-	err = register_pernet_subsys(&vrdma_net_ops);
-	if (err)
-		return err;
-	err = register_netdevice_notifier(&vrdma_netdev_notifier);
-	if (err)
-		unregister_pernet_subsys(&vrdma_net_ops);
-	return err;
+	return register_pernet_subsys(&vrdma_net_ops);
 }
 
 /**
- * vrdma_net_exit() - stop following events; devices are gone already
+ * vrdma_net_exit() - stop following them; devices are gone already
  */
 void vrdma_net_exit(void)
 {
-	unregister_netdevice_notifier(&vrdma_netdev_notifier);
 	unregister_pernet_subsys(&vrdma_net_ops);
 	WARN_ON(!list_empty(&vrdma_nets));
 }

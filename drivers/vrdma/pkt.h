@@ -244,7 +244,6 @@ void vrdma_bth_init(struct sk_buff *skb, u32 dest_qpn, u32 psn, bool se,
 		    bool ack_req);
 int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 		   struct sk_buff *skb);
-bool vrdma_pkt_local(struct vrdma_dev *vdev, struct vrdma_av *av);
 
 /* icrc.c */
 u32 vrdma_icrc(struct sk_buff *skb, unsigned int len);

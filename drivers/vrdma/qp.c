@@ -1,38 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Queue pairs: creation, the state machine, and the QP's task.
+ * Queue pairs: creation, the state machine (modify_qp), query, destroy,
+ * and the doorbells of post_send and post_recv.
  *
  * A QP is a send queue and a receive queue (or an SRQ), each a ring shared
- * with the process.  All protocol work of a QP runs in one work item, its
- * task, under qp->mutex: first the packets that arrived (ACKs and read
- * responses for the completer, requests for the responder), then the
- * requester, which turns new SQ WQEs into packets.  One task per QP means
- * the three engines never race on the QP's state, and queue_work() spreads
- * QPs over all CPUs.  The task is queued by the doorbell (post_send), by
- * the receive path, and by timers.
- *
- * The task has two work items on two workqueues.  An event (a packet, a
- * doorbell, a timer) queues qp->task at high priority, so that the answer
- * goes out at once even where a process busy-polls the only CPU, as a
- * NIC's would, and as rdma_rxe's tasklets do.  A run that stops with work
- * left (its budget used up) continues through qp->task_more at normal
- * priority: a QP that always has more to do (a stream under loss) then
- * shares the CPU with ksoftirqd, which delivers the very packets it waits
- * for, instead of starving it (finding 13 of robustness.md).  The mutex
- * keeps the two from running the engines at once.
- *
- * Two things do not wait for the task.  A response (an ACK, a READ
- * response) arriving for a QP nobody is running is completed in the
- * softirq, by the QP's tasklet, as rxe's completer does, so that a process
- * polling the CQ sees its completion without a worker being woken first;
- * and a READ request is answered there, as rxe's responder does, so that
- * the data leaves without a worker being woken either.  After answers the
- * tasklet runs the requester too, as rxe's completer does: a pipeline of
- * requests then flows with neither a worker nor the process's doorbells
- * (vrdma_requester_bh(), no_doorbell in the SQ ring).  The tasklet cannot
- * take the mutex; the engines are owned through a bit (VRDMA_QP_OWNED)
- * instead, which every mutex holder takes too (vrdma_qp_lock()) and the
- * tasklet only tries.
+ * with the process.  Which context runs its engines, and when, is the
+ * scheduler's (sched.c); the receive WQEs are taken and flushed in rq.c.
  */
 #include <rdma/ib_cache.h>
 #include <rdma/uverbs_ioctl.h>
@@ -40,12 +13,6 @@
 #include "vrdma.h"
 #include "trace.h"
 #include "pkt.h"
-
-static struct workqueue_struct *vrdma_wq;	/* events, WQ_HIGHPRI */
-static struct workqueue_struct *vrdma_wq_more;	/* the rest of a run */
-
-/* Runs of the QP a doorbell makes at most before leaving it to the task. */
-#define VRDMA_DOORBELL_ROUNDS	8
 
 /**
  * vrdma_qp_get() - find a QP by number for the receive path
@@ -79,265 +46,6 @@ void vrdma_qp_put(struct vrdma_qp *qp)
 		complete(&qp->done);
 }
 
-/*
- * Take the engines from the tasklet running on another CPU: a few
- * microseconds at most (it waits for nothing, vrdma_qp_bh()).
- */
-static void vrdma_qp_own(struct vrdma_qp *qp)
-{
-	while (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner))
-		cpu_relax();
-}
-
-/**
- * vrdma_qp_lock() - take the QP's mutex and its engines
- * @qp: the QP
- *
- * Context: process; may sleep.
- */
-void vrdma_qp_lock(struct vrdma_qp *qp)
-{
-	mutex_lock(&qp->mutex);
-	vrdma_qp_own(qp);
-}
-
-/**
- * vrdma_qp_trylock() - vrdma_qp_lock() if the mutex is free
- * @qp: the QP
- *
- * Context: process.
- * Return: true if taken.
- */
-bool vrdma_qp_trylock(struct vrdma_qp *qp)
-{
-	if (!mutex_trylock(&qp->mutex))
-		return false;
-	vrdma_qp_own(qp);
-	return true;
-}
-
-void vrdma_qp_unlock(struct vrdma_qp *qp)
-{
-	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
-	mutex_unlock(&qp->mutex);
-}
-
-/**
- * vrdma_qp_schedule() - make the QP's task run soon, for an event
- * @qp: the QP
- *
- * Context: any.
- */
-void vrdma_qp_schedule(struct vrdma_qp *qp)
-{
-	if (!READ_ONCE(qp->destroyed))
-		queue_work(vrdma_wq, &qp->task);
-}
-
-/**
- * vrdma_qp_continue() - have the QP's task carry on with what a run left
- * @qp: the QP
- *
- * At normal priority: what a QP's own runs keep finding to do must not
- * keep a CPU from everything else.
- *
- * Context: any.
- */
-void vrdma_qp_continue(struct vrdma_qp *qp)
-{
-	if (!READ_ONCE(qp->destroyed))
-		queue_work(vrdma_wq_more, &qp->task_more);
-}
-
-/*
- * What the receive softirq executes itself, for a QP nobody runs: a
- * response (an ACK, a READ response, an ATOMIC ACK) for the completer, and
- * a READ request for the responder.
- */
-static bool vrdma_bh_pkt(struct sk_buff *skb)
-{
-	return (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) ||
-	       vrdma_pkt(skb)->opcode == IB_OPCODE_RC_RDMA_READ_REQUEST;
-}
-
-/* May the softirq execute this packet now?  It owns the engines. */
-static bool vrdma_bh_may_run(struct vrdma_qp *qp, struct sk_buff *skb)
-{
-	/*
-	 * Only RC has answers and READs, and so an engine that runs here: a
-	 * response to a QP of another type (a forged one: nothing asked for
-	 * it) goes to the task, which drops it, and runs no requester here.
-	 */
-	if (qp->destroyed || !vrdma_bh_pkt(skb) ||
-	    qp->ibqp.qp_type != IB_QPT_RC)
-		return false;
-	if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP)
-		return qp->state == IB_QPS_RTS;
-	/*
-	 * A READ's target may be in RTR: perftest's server never sends.  The
-	 * rest of a long READ being answered goes first, from the task.
-	 */
-	return (qp->state == IB_QPS_RTS || qp->state == IB_QPS_RTR) &&
-	       !qp->resp.read_active;
-}
-
-/* The READ being answered is the tasklet's to finish (vrdma_qp_bh()). */
-static bool vrdma_bh_reading(struct vrdma_qp *qp)
-{
-	return qp->resp.read_active && qp->resp.read_bh;
-}
-
-/*
- * The QP's softirq run, a tasklet (as rxe's): it executes the responses
- * and READ requests at the head of @rx at once, if nobody runs the QP.
- * Neither needs anything that sleeps (MR pages are pinned, the CQ and the
- * window table take BH-safe locks), and both are short.  Being a tasklet,
- * it runs after the receive softirq has delivered its whole batch of
- * packets, so the answers to a batch leave together.  After answers it
- * runs the requester too.  A run executes and sends VRDMA_BH_BUDGET
- * packets at most and schedules itself again for more of either, so a
- * batch larger than that wakes no task.
- *
- * A READ it starts answering it answers to the end, VRDMA_BH_READ_BURST
- * responses in the run that executes the request and VRDMA_BH_BUDGET in
- * each run after, scheduling itself again on its CPU meanwhile, also
- * while another holds the QP: the responses of one READ then leave from
- * one CPU, in order (two CPUs' receive backlogs deliver in no order
- * between them, veth's among them).  The task answers none of them, and
- * the requests behind them wait (vrdma_responder_waits()).  Whatever else
- * is left (a packet of another kind and all behind it, the error state's
- * flushing) is the task's, queued as for any event; its run ends with the
- * requester's.
- */
-static void vrdma_qp_bh(struct tasklet_struct *t)
-{
-	struct vrdma_qp *qp = from_tasklet(qp, t, bh);
-	int budget = VRDMA_BH_BUDGET;
-	bool answered = false, again, left, more, reading;
-	enum ib_qp_state state;
-	struct sk_buff *skb;
-
-	if (test_and_set_bit_lock(VRDMA_QP_OWNED, &qp->owner)) {
-		/*
-		 * The READ it answers goes on here once the holder lets go
-		 * (briefly: it answers no request meanwhile).  Else a holder
-		 * that is draining takes the packets in itself.
-		 */
-		if (READ_ONCE(qp->resp.read_bh)) {
-			if (!READ_ONCE(qp->destroyed))
-				tasklet_schedule(&qp->bh);
-		} else if (!READ_ONCE(qp->draining)) {
-			vrdma_qp_schedule(qp);
-		}
-		return;
-	}
-	state = qp->state;
-	if (vrdma_bh_reading(qp))
-		vrdma_responder_reads(qp, VRDMA_BH_BUDGET);
-	while (!vrdma_bh_reading(qp) && budget-- &&
-	       (skb = skb_dequeue(&qp->rx))) {
-		if (!vrdma_bh_may_run(qp, skb)) {
-			/* Back to the head: only the owner dequeues. */
-			skb_queue_head(&qp->rx, skb);
-			break;
-		}
-		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) {
-			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_RESP);
-			vrdma_completer(qp, skb);
-			answered = true;
-		} else {
-			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_READ);
-			vrdma_responder(qp, skb);
-			WRITE_ONCE(qp->resp.read_bh, true);
-			vrdma_responder_reads(qp, VRDMA_BH_READ_BURST);
-		}
-	}
-	/*
-	 * Stopped by the budget or a READ still to answer, the run leaves
-	 * the rest to its next one: the softirq takes turns with other work,
-	 * and ksoftirqd takes over if it keeps coming.  Stopped by a packet
-	 * it may not run, it leaves it to the task.
-	 */
-	reading = vrdma_bh_reading(qp);
-	if (!reading && qp->resp.read_bh) {
-		WRITE_ONCE(qp->resp.read_bh, false);
-		smp_mb();	/* pairs with vrdma_qp_rcv() */
-	}
-	left = !skb_queue_empty(&qp->rx);
-	again = reading || (left && budget < 0);
-	more = qp->state != state || (!reading && left && budget >= 0);
-	/*
-	 * Answers run the requester: they may have opened the window, and
-	 * WQEs posted without a doorbell wait for them (vrdma_requester()).
-	 * Only RC QPs in RTS get answers here (vrdma_bh_may_run()), and a
-	 * run it left over is for RTS too; when the task is queued anyway,
-	 * its run ends with the requester.
-	 */
-	if ((answered || qp->req.bh_more) && !more &&
-	    qp->state == IB_QPS_RTS) {
-		vrdma_requester_bh(qp);
-		again |= qp->req.bh_more;
-	}
-	clear_bit_unlock(VRDMA_QP_OWNED, &qp->owner);
-	if (more)
-		vrdma_qp_schedule(qp);
-	if ((reading || (again && !more)) && !READ_ONCE(qp->destroyed))
-		tasklet_schedule(&qp->bh);
-}
-
-/*
- * Queue a packet for the QP.  True if the holder of the mutex is draining
- * the queue and will take it in, or if the queue is full and the packet
- * dropped; else the caller must see that the task runs.  A full queue
- * needs no wakeup: whoever queued its first packet saw to a run, which
- * takes in all of it.  The length is read unlocked: the bound may be
- * passed by a packet per CPU.
- */
-static bool vrdma_qp_queue_rx(struct vrdma_qp *qp, struct sk_buff *skb)
-{
-	if (skb_queue_len_lockless(&qp->rx) >= VRDMA_RX_QUEUE_MAX) {
-		vrdma_count(qp->vdev, VRDMA_CNT_RX_QUEUE_FULL);
-		kfree_skb(skb);
-		return true;
-	}
-	skb_queue_tail(&qp->rx, skb);
-	smp_mb();	/* pairs with vrdma_qp_drained() */
-	return READ_ONCE(qp->draining);
-}
-
-/**
- * vrdma_qp_rcv() - hand a received packet to its QP
- * @qp: the destination QP, referenced by the caller
- * @skb: the checked packet (see struct vrdma_pkt); consumed
- *
- * Context: any, typically softirq.  The packet is queued: for the task or
- * doorbell running the QP right now, which takes it in before it lets go
- * (as for vrdma_qp_rcv_local()), else, a response or a READ request
- * arriving in the softirq, for the QP's tasklet (vrdma_qp_bh()), and
- * anything else for the QP's task.
- */
-void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb)
-{
-	bool bh = in_serving_softirq() && vrdma_bh_pkt(skb);
-
-	if (READ_ONCE(qp->destroyed)) {
-		kfree_skb(skb);
-		return;
-	}
-	/* Once queued, the skb may be gone: the task can run elsewhere. */
-	if (vrdma_qp_queue_rx(qp, skb))
-		return;
-	/*
-	 * While the tasklet answers a READ it is scheduled on its own CPU
-	 * and sees this packet (the barrier of vrdma_qp_queue_rx() pairs
-	 * with its own): scheduled here, it would continue on this CPU.
-	 */
-	if (bh && !READ_ONCE(qp->resp.read_bh))
-		tasklet_schedule(&qp->bh);
-	else if (!bh)
-		vrdma_qp_schedule(qp);
-}
-
 static void vrdma_qp_event(struct vrdma_qp *qp, enum ib_event_type type)
 {
 	struct ib_qp *ibqp = &qp->ibqp;
@@ -353,7 +61,7 @@ static void vrdma_qp_event(struct vrdma_qp *qp, enum ib_event_type type)
 
 /**
  * vrdma_qp_error() - move the QP to the error state
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned
  * @event: the affiliated asynchronous event to raise, or 0 for none
  *
  * Every outstanding WQE of the SQ and RQ completes with
@@ -382,26 +90,9 @@ void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event)
 		vrdma_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
 }
 
-/* Copy the next WQE out of the QP's own RQ: as vrdma_srq_take(). */
-static int vrdma_rq_take(struct vrdma_qp *qp, struct vrdma_recv_wqe *wqe)
-{
-	struct vrdma_queue *q = &qp->rq;
-	u32 count;
-
-	if (vrdma_queue_count(q, &count))
-		return -EIO;
-	if (!count)
-		return 0;
-	memcpy(wqe, vrdma_queue_slot(q, q->kidx),
-	       VRDMA_RECV_WQE_HDR_SIZE +
-	       qp->max_recv_sge * sizeof(struct vrdma_sge));
-	vrdma_queue_consume(q, 1);
-	return 1;
-}
-
 /**
  * vrdma_qp_sq_error() - a send WQE of a UC or UD QP failed: stop the SQ
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned
  *
  * The QP goes to SQE (IBA 10.3.1): the WQEs after the failed one are
  * flushed, and so are those posted later, while receives go on; modify_qp
@@ -422,7 +113,7 @@ void vrdma_qp_sq_error(struct vrdma_qp *qp)
 
 /**
  * vrdma_qp_receives() - whether the QP's receive side takes packets
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned
  *
  * Return: true from RTR on, until ERR; in SQE too (UC, UD).
  */
@@ -437,231 +128,6 @@ bool vrdma_qp_receives(struct vrdma_qp *qp)
 	default:
 		return false;
 	}
-}
-
-/**
- * vrdma_take_rwqe() - copy the next receive WQE out of the RQ or the SRQ
- * @qp: the QP, mutex held; qp->rwqe must be free
- *
- * The responder's one way to a receive WQE, whether the QP has an RQ or
- * shares an SRQ.  The WQE is copied before it is looked at and its slot is
- * returned at once: the process may reuse it while the message is being
- * received.  A malformed WQE (more SGEs than granted) completes with
- * IB_WC_LOC_QP_OP_ERR; it and a garbage ring put the QP in error.
- *
- * Return: true if a WQE was taken, false if none is posted (RNR) or the QP
- * is now in error.
- */
-bool vrdma_take_rwqe(struct vrdma_qp *qp)
-{
-	struct vrdma_rwqe *rw = &qp->rwqe;
-	u32 max_sge, i;
-	u64 total = 0;
-	int ret;
-
-	if (qp->srq) {
-		ret = vrdma_srq_take(qp->srq, rw->wqe);
-		max_sge = qp->srq->max_sge;
-		/* The SRQ's WQEs are checked against the SRQ's PD. */
-		rw->pd = to_vpd(qp->srq->ibsrq.pd);
-	} else {
-		ret = vrdma_rq_take(qp, rw->wqe);
-		max_sge = qp->max_recv_sge;
-		rw->pd = qp->pd;
-	}
-	if (ret <= 0) {
-		if (ret) {
-			vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
-			vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
-		}
-		return false;
-	}
-
-	/* The copy is ours now: check it. */
-	if (rw->wqe->num_sge > max_sge) {
-		struct vrdma_cqe cqe = {
-			.wr_id = rw->wqe->wr_id,
-			.status = IB_WC_LOC_QP_OP_ERR,
-			.opcode = IB_WC_RECV,
-			.qp_num = qp->ibqp.qp_num,
-		};
-
-		vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
-		vrdma_cq_post(qp->rcq, &cqe, false);
-		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
-		return false;
-	}
-	for (i = 0; i < rw->wqe->num_sge; i++)
-		total += rw->wqe->sge[i].length;
-	rw->length = min_t(u64, total, U32_MAX);
-	rw->offset = 0;
-	rw->valid = true;
-	trace_vrdma_rq_wqe(qp);
-	return true;
-}
-
-/*
- * One run of the QP's engines, mutex held: the packets that arrived, the
- * read responses owed, the requester.  Returns true if work is left that
- * needs another run (beyond packets still queued).
- */
-static bool vrdma_qp_run(struct vrdma_qp *qp)
-{
-	struct sk_buff *skb;
-	int budget = 256;	/* packets per run, then let others in */
-	bool again;
-
-	lockdep_assert_held(&qp->mutex);
-	while (budget-- && (skb = skb_dequeue(&qp->rx))) {
-		if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT) {
-			kfree_skb(skb);
-			continue;
-		}
-		if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP) {
-			vrdma_completer(qp, skb);
-			continue;
-		}
-		if (vrdma_responder_waits(qp, skb)) {
-			/* Back to the head: after the READ's responses. */
-			skb_queue_head(&qp->rx, skb);
-			break;
-		}
-		vrdma_responder(qp, skb);
-		WRITE_ONCE(qp->resp.read_bh, false);
-	}
-	/* A READ the tasklet answers it finishes; its queue waits for it. */
-	again = !vrdma_bh_reading(qp) &&
-		vrdma_responder_reads(qp, VRDMA_READ_BURST);
-	vrdma_requester(qp);
-	if (qp->state == IB_QPS_ERR)
-		vrdma_flush_rq(qp);
-	return again;
-}
-
-/*
- * The holder of the mutex stops taking in packets: from here on whoever
- * queues one queues the task too.  The barrier pairs with the one in
- * vrdma_qp_queue_rx(): either the sender sees @draining clear, or the
- * holder, looking at the queue after this, sees the packet.
- */
-static void vrdma_qp_drained(struct vrdma_qp *qp)
-{
-	WRITE_ONCE(qp->draining, false);
-	smp_mb();	/* pairs with vrdma_qp_queue_rx() */
-}
-
-/*
- * After a run that let go of the mutex: the rest of its work continues at
- * normal priority; packets that came in meanwhile have queued the task
- * themselves (this makes sure of it).
- */
-static void vrdma_qp_after_run(struct vrdma_qp *qp, bool again)
-{
-	if (again)
-		vrdma_qp_continue(qp);
-	else if (!skb_queue_empty(&qp->rx) && !READ_ONCE(qp->resp.read_bh))
-		vrdma_qp_schedule(qp);
-}
-
-static void vrdma_qp_do_task(struct vrdma_qp *qp)
-{
-	bool again;
-
-	vrdma_qp_lock(qp);
-	/* A QP being destroyed arms no timer and sends nothing. */
-	if (qp->destroyed) {
-		vrdma_qp_unlock(qp);
-		return;
-	}
-	WRITE_ONCE(qp->draining, true);
-	again = vrdma_qp_run(qp);
-	vrdma_qp_drained(qp);
-	vrdma_qp_unlock(qp);
-
-	/* More to do: run again after others had their turn. */
-	vrdma_qp_after_run(qp, again);
-}
-
-static void vrdma_qp_task(struct work_struct *work)
-{
-	vrdma_qp_do_task(container_of(work, struct vrdma_qp, task));
-}
-
-static void vrdma_qp_task_more(struct work_struct *work)
-{
-	vrdma_qp_do_task(container_of(work, struct vrdma_qp, task_more));
-}
-
-/*
- * An inline run is in progress on this CPU (vrdma_qp_rcv_local()): the
- * QP it runs delivers its own packets through the workqueue, which keeps
- * the nesting at one level, and the stack small, whatever the QPs send.
- */
-static DEFINE_PER_CPU(unsigned int, vrdma_inline_runs);
-
-/**
- * vrdma_qp_rcv_local() - hand a packet sent inside the driver to its QP,
- *	and run the QP at once if it is idle
- * @qp: the destination QP, referenced by the caller
- * @skb: the checked packet; consumed
- *
- * A packet between two QPs of this host needs no other CPU: running the
- * destination QP's engines right here, in the sender's context, places the
- * data, writes the CQE and sends the ACK back before the sender's doorbell
- * returns, as a NIC would, without waking a worker (under TCG a wakeup can
- * cost a whole scheduler tick).  Only when the sender's context allows it
- * (preemptible, so not under RCU or a spinlock), only one level deep, and
- * only if nobody holds the QP (a trylock: the sender may hold it itself,
- * loopback QP, or be its peer waiting); otherwise the packet is queued for
- * the QP's task as from the wire.
- *
- * Context: any; runs the QP only in process context.
- */
-void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb)
-{
-	bool ran = false, again = false;
-
-	if (READ_ONCE(qp->destroyed)) {
-		kfree_skb(skb);
-		return;
-	}
-	if (vrdma_qp_queue_rx(qp, skb))
-		return;		/* the holder takes it in */
-	if (!preemptible()) {
-		vrdma_qp_schedule(qp);
-		return;
-	}
-
-	migrate_disable();
-	if (!this_cpu_read(vrdma_inline_runs) && vrdma_qp_trylock(qp)) {
-		this_cpu_inc(vrdma_inline_runs);
-		if (!qp->destroyed)
-			again = vrdma_qp_run(qp);
-		this_cpu_dec(vrdma_inline_runs);
-		vrdma_qp_unlock(qp);
-		ran = true;
-	}
-	migrate_enable();
-	if (ran)
-		vrdma_qp_after_run(qp, again);
-	else
-		vrdma_qp_schedule(qp);
-}
-
-static void vrdma_rnr_timer(struct timer_list *t)
-{
-	struct vrdma_qp *qp = from_timer(qp, t, rnr_timer);
-
-	WRITE_ONCE(qp->req.rnr_wait, false);
-	vrdma_qp_schedule(qp);
-}
-
-static void vrdma_retrans_timer(struct timer_list *t)
-{
-	struct vrdma_qp *qp = from_timer(qp, t, retrans_timer);
-
-	WRITE_ONCE(qp->req.timed_out, true);
-	vrdma_qp_schedule(qp);
 }
 
 /* Round a ring size up to a power of two, at least 1. */
@@ -837,13 +303,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->state = IB_QPS_RESET;
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
-	mutex_init(&qp->mutex);
-	skb_queue_head_init(&qp->rx);
-	INIT_WORK(&qp->task, vrdma_qp_task);
-	INIT_WORK(&qp->task_more, vrdma_qp_task_more);
-	tasklet_setup(&qp->bh, vrdma_qp_bh);
-	timer_setup(&qp->rnr_timer, vrdma_rnr_timer, 0);
-	timer_setup(&qp->retrans_timer, vrdma_retrans_timer, 0);
+	vrdma_sched_qp_init(qp);
 	refcount_set(&qp->refs, 1);
 	init_completion(&qp->done);
 
@@ -1161,22 +621,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	xa_erase_irq(&vdev->qp_xa, ibqp->qp_num);
 	vrdma_qp_put(qp);
 	wait_for_completion(&qp->done);
-	/*
-	 * Scheduled only by packets, which held references, and by itself,
-	 * which it no longer does once the QP is marked destroyed.
-	 */
-	tasklet_kill(&qp->bh);
-
-	/*
-	 * Only the task and its timers arm timers, and the task now returns
-	 * at once: after this nothing of the QP can run again.
-	 */
-	del_timer_sync(&qp->rnr_timer);
-	del_timer_sync(&qp->retrans_timer);
-	/* Neither queues the other once the QP is marked destroyed. */
-	cancel_work_sync(&qp->task);
-	cancel_work_sync(&qp->task_more);
-	skb_queue_purge(&qp->rx);
+	vrdma_sched_qp_stop(qp);
 
 	if (qp->av.sgid_attr)
 		rdma_put_gid_attr(qp->av.sgid_attr);
@@ -1211,8 +656,6 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
-	bool again = false;
-	int rounds;
 
 	if (vrdma_queue_is_kernel(&qp->sq))
 		return vrdma_kpost_send(qp, wr, bad_wr);
@@ -1222,26 +665,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	}
 	trace_vrdma_doorbell(qp);
 	vrdma_count(qp->vdev, VRDMA_CNT_DOORBELLS);
-	if (!vrdma_qp_trylock(qp)) {
-		vrdma_qp_schedule(qp);
-		return 0;
-	}
-	if (!qp->destroyed) {
-		WRITE_ONCE(qp->draining, true);
-		/*
-		 * The ACKs of a local peer arrive while the requester runs:
-		 * take them in and send on, a few rounds, so that a
-		 * doorbell between local QPs rarely needs the task.
-		 */
-		for (rounds = 0; rounds < VRDMA_DOORBELL_ROUNDS; rounds++) {
-			again = vrdma_qp_run(qp);
-			if (!again && skb_queue_empty(&qp->rx))
-				break;
-		}
-		vrdma_qp_drained(qp);
-	}
-	vrdma_qp_unlock(qp);
-	vrdma_qp_after_run(qp, again);
+	vrdma_qp_doorbell(qp);
 	return 0;
 }
 
@@ -1270,37 +694,4 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	}
 	vrdma_qp_schedule(to_vqp(ibqp));
 	return 0;
-}
-
-/**
- * vrdma_qp_init() - set up what all QPs share
- *
- * Return: 0 or -ENOMEM.
- */
-int vrdma_qp_init(void)
-{
-	/*
-	 * Unbound: a QP's task runs wherever a CPU is free.  Events at
-	 * nice -20, the rest of a run at nice 0 (see the top of this file):
-	 * all at nice -20 starved ksoftirqd for seconds on a slow kernel,
-	 * where a task under loss never ran out of work, and every retry
-	 * timed out (robustness.md).
-	 */
-	vrdma_wq = alloc_workqueue("vrdma", WQ_UNBOUND | WQ_HIGHPRI |
-				   WQ_MEM_RECLAIM, 0);
-	if (!vrdma_wq)
-		return -ENOMEM;
-	vrdma_wq_more = alloc_workqueue("vrdma_more", WQ_UNBOUND |
-					WQ_MEM_RECLAIM, 0);
-	if (!vrdma_wq_more) {
-		destroy_workqueue(vrdma_wq);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-void vrdma_qp_exit(void)
-{
-	destroy_workqueue(vrdma_wq_more);
-	destroy_workqueue(vrdma_wq);
 }

@@ -146,3 +146,22 @@ void vrdma_queue_reset(struct vrdma_queue *q)
 	/* Pairs with the producer's load-acquire of cons: slots are free. */
 	smp_store_release(&q->ring->cons, q->kidx);
 }
+
+/**
+ * vrdma_sq_want_doorbell() - have the provider ring the SQ doorbell again
+ * @qp: the QP, engines owned
+ *
+ * Clears the SQ ring's no_doorbell (see struct vrdma_ring).  The barrier
+ * pairs with the provider's between publishing prod and reading the flag:
+ * the caller reads prod after this, and either sees the provider's WQEs
+ * or the provider sees the flag clear and rings.
+ */
+void vrdma_sq_want_doorbell(struct vrdma_qp *qp)
+{
+	struct vrdma_ring *ring = qp->sq.ring;
+
+	if (!READ_ONCE(ring->no_doorbell))
+		return;
+	WRITE_ONCE(ring->no_doorbell, 0);
+	smp_mb();	/* pairs with vrdma_sq_doorbell() of the provider */
+}

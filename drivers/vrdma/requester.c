@@ -11,7 +11,7 @@
  * is a single request packet that reserves one PSN per response packet; an
  * ATOMIC is a single request packet (AtomicETH) answered by one ATOMIC
  * ACKNOWLEDGE.  An RC message to a QP of this host is first offered to the
- * loopback path (local.c), which moves it whole, without packets.
+ * loopback path (loopback.c), which moves it whole, without packets.
  *
  * At most VRDMA_WINDOW packets are unacknowledged at a time (one after a
  * timeout, until it is acknowledged: see vrdma_retry()); the completer
@@ -31,144 +31,6 @@
 #include "vrdma.h"
 #include "pkt.h"
 #include "trace.h"
-
-/* The IB_WC_* opcode of a completed send WQE. */
-static u8 vrdma_wc_opcode(u8 wr_opcode)
-{
-	switch (wr_opcode) {
-	case IB_UVERBS_WR_RDMA_WRITE:
-	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
-		return IB_WC_RDMA_WRITE;
-	case IB_UVERBS_WR_RDMA_READ:
-		return IB_WC_RDMA_READ;
-	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
-		return IB_WC_COMP_SWAP;
-	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
-		return IB_WC_FETCH_ADD;
-	case IB_UVERBS_WR_LOCAL_INV:
-		return IB_WC_LOCAL_INV;
-	case IB_UVERBS_WR_BIND_MW:
-		return IB_WC_BIND_MW;
-	case VRDMA_WR_REG_MR:
-		return IB_WC_REG_MR;
-	default:
-		return IB_WC_SEND;
-	}
-}
-
-/**
- * vrdma_complete_swqe() - complete the oldest send WQE and return its slot
- * @qp: the QP, mutex held
- * @swqe: qp->swqe of sq.kidx
- * @status: IB_WC_* status
- *
- * A CQE is written if the WQE was signaled or failed.  A CQ overflow puts
- * the QP in error.
- */
-void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
-			 u8 status)
-{
-	struct vrdma_send_wqe *wqe = swqe->wqe;
-
-	swqe->state = VRDMA_SWQE_DONE;
-	if (swqe->rd_atomic) {
-		swqe->rd_atomic = false;
-		qp->req.rd_atomic--;
-	}
-	/*
-	 * Free the slot before the CQE is visible: a process that sees the
-	 * completion may post into the slot at once.  The kernel's copy of
-	 * the WQE stays valid.
-	 */
-	vrdma_queue_consume(&qp->sq, 1);
-	if (qp->sq_sig_all || (wqe->flags & VRDMA_SEND_SIGNALED) ||
-	    status != IB_WC_SUCCESS) {
-		struct vrdma_cqe cqe = {
-			.wr_id = wqe->wr_id,
-			.status = status,
-			.opcode = vrdma_wc_opcode(wqe->opcode),
-			.byte_len = swqe->length,
-			.qp_num = qp->ibqp.qp_num,
-		};
-
-		if (vrdma_cq_post(qp->scq, &cqe, false))
-			status = IB_WC_GENERAL_ERR;
-	}
-	if (status == IB_WC_SUCCESS || qp->state == IB_QPS_ERR)
-		return;
-	if (qp->ibqp.qp_type == IB_QPT_RC || status == IB_WC_GENERAL_ERR)
-		vrdma_qp_error(qp, status == IB_WC_GENERAL_ERR ?
-				   IB_EVENT_QP_FATAL : 0);
-	else
-		vrdma_qp_sq_error(qp);
-}
-
-/**
- * vrdma_sq_want_doorbell() - have the provider ring the SQ doorbell again
- * @qp: the QP, engines owned
- *
- * Clears the SQ ring's no_doorbell (see struct vrdma_ring).  The barrier
- * pairs with the provider's between publishing prod and reading the flag:
- * the caller reads prod after this, and either sees the provider's WQEs
- * or the provider sees the flag clear and rings.
- */
-void vrdma_sq_want_doorbell(struct vrdma_qp *qp)
-{
-	struct vrdma_ring *ring = qp->sq.ring;
-
-	if (!READ_ONCE(ring->no_doorbell))
-		return;
-	WRITE_ONCE(ring->no_doorbell, 0);
-	smp_mb();	/* pairs with vrdma_sq_doorbell() of the provider */
-}
-
-/**
- * vrdma_flush_sq() - complete every WQE not completed with a flush error
- * @qp: the QP, mutex held, in the error state
- *
- * Includes WQEs posted but not yet copied out of the ring: only their
- * wr_id and opcode are read from there.
- */
-void vrdma_flush_sq(struct vrdma_qp *qp)
-{
-	struct vrdma_queue *q = &qp->sq;
-	u32 prod;
-
-	/* Flushing is done once prod is read: WQEs after it need a doorbell. */
-	vrdma_sq_want_doorbell(qp);
-	/* Pairs with the provider's store-release of prod. */
-	prod = smp_load_acquire(&q->ring->prod);
-
-	/* A garbage producer index: flush what we know of. */
-	if (prod - q->kidx > q->num_entries ||
-	    prod - q->kidx < qp->req.fetch - q->kidx)
-		prod = qp->req.fetch;
-
-	while (q->kidx != prod) {
-		struct vrdma_swqe *swqe = &qp->swqe[q->kidx & q->mask];
-		struct vrdma_cqe cqe = {
-			.status = IB_WC_WR_FLUSH_ERR,
-			.qp_num = qp->ibqp.qp_num,
-		};
-
-		/* Copied out already, or still only in the ring? */
-		if ((s32)(q->kidx - qp->req.fetch) < 0) {
-			cqe.wr_id = swqe->wqe->wr_id;
-			cqe.opcode = vrdma_wc_opcode(swqe->wqe->opcode);
-		} else {
-			struct vrdma_send_wqe *w = vrdma_queue_slot(q, q->kidx);
-
-			cqe.wr_id = READ_ONCE(w->wr_id);
-			cqe.opcode = vrdma_wc_opcode(READ_ONCE(w->opcode));
-		}
-		vrdma_queue_consume(q, 1);
-		vrdma_cq_post(qp->scq, &cqe, false);
-	}
-	qp->req.fetch = q->kidx;
-	qp->req.cur = q->kidx;
-	qp->req.offset = 0;
-	qp->req.rd_atomic = 0;
-}
 
 /* BIND_MW, LOCAL_INV and REG_MR: executed here, nothing is sent. */
 static bool vrdma_wqe_local(const struct vrdma_send_wqe *wqe)
@@ -531,43 +393,6 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	return 0;
 }
 
-/**
- * vrdma_retrans_arm() - (re)start or stop the retransmission timer
- * @qp: the QP, mutex held
- *
- * Runs whenever requests are sent or acknowledged: the timer measures how
- * long the oldest unacknowledged request has gone without progress.  A
- * timeout attribute of 0 means wait forever.
- */
-void vrdma_retrans_arm(struct vrdma_qp *qp)
-{
-	u8 t = qp->attr.timeout;
-
-	if (!vrdma_req_outstanding(qp) || qp->req.rnr_wait || !t ||
-	    qp->state == IB_QPS_ERR) {
-		del_timer(&qp->retrans_timer);
-		return;
-	}
-	/* IBA: 4.096 us * 2^timeout. */
-	mod_timer(&qp->retrans_timer,
-		  jiffies + usecs_to_jiffies((4096ULL << t) / 1000) + 1);
-}
-
-/*
- * The timer fired: the oldest request, or its ACK, was lost.  Go back to
- * it and send everything again, at most retry_cnt times in a row.
- */
-static void vrdma_timed_out(struct vrdma_qp *qp)
-{
-	qp->req.timed_out = false;
-	/* Acknowledged meanwhile, or progress re-armed the timer since. */
-	if (!vrdma_req_outstanding(qp) || qp->req.rnr_wait ||
-	    timer_pending(&qp->retrans_timer))
-		return;
-	vrdma_count(qp->vdev, VRDMA_CNT_TIMEOUTS);
-	vrdma_retry(qp, qp->req.una, true);
-}
-
 /*
  * Is there an RDMA READ or ATOMIC not completed before @idx? (for the
  * fence flag)
@@ -704,7 +529,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 		 * A local peer: the whole message at once, no packet.  Not
 		 * from the tasklet: it takes the peer's mutex.
 		 */
-		if (acked && !bh && vrdma_local_exec(qp, swqe)) {
+		if (acked && !bh && vrdma_loopback_exec(qp, swqe)) {
 			if (qp->state == IB_QPS_ERR)
 				return;
 			continue;
@@ -799,7 +624,7 @@ static void vrdma_req_doorbell_state(struct vrdma_qp *qp)
 
 /**
  * vrdma_requester() - send what the SQ holds, within the window
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned, mutex held
  *
  * Then tells the provider whether the next WQE needs a doorbell.  A run
  * that reads prod again is certain when WQEs fetched are held back by
@@ -812,6 +637,8 @@ static void vrdma_req_doorbell_state(struct vrdma_qp *qp)
  */
 void vrdma_requester(struct vrdma_qp *qp)
 {
+	vrdma_qp_assert_locked(qp);
+
 	vrdma_send_wqes(qp, false);
 	vrdma_req_doorbell_state(qp);
 }
@@ -825,11 +652,13 @@ void vrdma_requester(struct vrdma_qp *qp)
  * them from here saves waking the task, as rxe's completer runs its
  * requester.  It sends at most VRDMA_BH_BUDGET packets, leaving the rest
  * to the tasklet's next run (req.bh_more), and nothing that needs process
- * context: the loopback path (local.c) and the local operations (bind,
+ * context: the loopback path (loopback.c) and the local operations (bind,
  * register, invalidate) are left to the task, which it queues.
  */
 void vrdma_requester_bh(struct vrdma_qp *qp)
 {
+	vrdma_qp_assert_owned(qp);
+
 	vrdma_send_wqes(qp, true);
 	vrdma_req_doorbell_state(qp);
 }

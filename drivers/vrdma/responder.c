@@ -145,7 +145,7 @@ struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num)
 
 /**
  * vrdma_resp_res_install() - make @res the QP's responder resources
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned, mutex held
  * @res: from vrdma_resp_res_alloc(@num); the QP owns it now
  * @num: its entries
  *
@@ -157,6 +157,8 @@ void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
 {
 	struct vrdma_resp *resp = &qp->resp;
 	u32 i, keep = min(num, resp->res_num);
+
+	vrdma_qp_assert_locked(qp);
 
 	/* The newest entries, oldest first, go to the start. */
 	for (i = 0; i < keep; i++)
@@ -170,7 +172,7 @@ void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
 
 /**
  * vrdma_resp_res_reset() - forget every READ and ATOMIC (QP reset)
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned, mutex held
  */
 void vrdma_resp_res_reset(struct vrdma_qp *qp)
 {
@@ -306,41 +308,6 @@ static void vrdma_complete_rwqe(struct vrdma_qp *qp, struct sk_buff *skb,
 	qp->rwqe.valid = false;
 	if (vrdma_cq_post(qp->rcq, &cqe, pkt->se))
 		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
-}
-
-/**
- * vrdma_flush_rq() - complete every posted receive WQE with a flush error
- * @qp: the QP, mutex held, in the error state
- *
- * With an SRQ only the WQE the QP holds is flushed: the SRQ's WQEs belong
- * to the SRQ and other QPs take them.
- */
-void vrdma_flush_rq(struct vrdma_qp *qp)
-{
-	struct vrdma_queue *q = &qp->rq;
-	struct vrdma_cqe cqe = {
-		.status = IB_WC_WR_FLUSH_ERR,
-		.opcode = IB_WC_RECV,
-		.qp_num = qp->ibqp.qp_num,
-	};
-	u32 count;
-
-	if (qp->rwqe.valid) {
-		cqe.wr_id = qp->rwqe.wqe->wr_id;
-		qp->rwqe.valid = false;
-		vrdma_cq_post(qp->rcq, &cqe, false);
-	}
-	if (qp->srq)
-		return;
-	if (vrdma_queue_count(q, &count))
-		count = 0;	/* garbage index: nothing can be trusted */
-	while (count--) {
-		struct vrdma_recv_wqe *w = vrdma_queue_slot(q, q->kidx);
-
-		cqe.wr_id = READ_ONCE(w->wr_id);
-		vrdma_queue_consume(q, 1);
-		vrdma_cq_post(qp->rcq, &cqe, false);
-	}
 }
 
 /*
@@ -514,6 +481,19 @@ static void vrdma_exec_read(struct vrdma_qp *qp, struct sk_buff *skb)
 	vrdma_read_start(qp, va, rkey, len, pkt->psn);
 }
 
+/**
+ * vrdma_resp_advance() - a request was executed: expect the next one
+ * @qp: the QP, engines owned
+ * @npkts: PSNs it took (a READ: one per response)
+ * @msg_end: it ended a message, which the MSN counts
+ */
+void vrdma_resp_advance(struct vrdma_qp *qp, u32 npkts, bool msg_end)
+{
+	qp->resp.psn = vrdma_psn_add(qp->resp.psn, npkts);
+	if (msg_end)
+		qp->resp.msn++;
+}
+
 /*
  * An ATOMIC request: check it, execute it, remember the answer and send
  * it.  IBA 9.4.5: the address must be 8-byte aligned, else the request is
@@ -560,8 +540,7 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 
 	trace_vrdma_atomic(qp, pkt->opcode, va, be64_to_cpu(atmeth->comp),
 			   be64_to_cpu(atmeth->swap_add), orig);
-	resp->psn = vrdma_psn_add(resp->psn, 1);
-	resp->msn++;
+	vrdma_resp_advance(qp, 1, true);
 	res = vrdma_res_new(qp, VRDMA_RES_ATOMIC, pkt->psn);
 	res->orig = orig;
 	res->msn = resp->msn;
@@ -614,6 +593,8 @@ static u8 vrdma_read_resp_opcode(bool first, bool last)
 bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
 {
 	struct vrdma_resp *resp = &qp->resp;
+
+	vrdma_qp_assert_owned(qp);
 
 	vrdma_flush_ack(qp);
 	while (resp->read_active && burst--) {
@@ -707,6 +688,8 @@ static bool vrdma_read_after_current(struct vrdma_qp *qp, u32 psn)
 bool vrdma_responder_waits(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+
+	vrdma_qp_assert_owned(qp);
 
 	if (!qp->resp.read_active)
 		return false;
@@ -854,7 +837,7 @@ static void vrdma_uc_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (qp->state == IB_QPS_ERR || resp->drop)
 		goto out;
 	resp->opcode = pkt->opcode;
-	resp->psn = vrdma_psn_add(resp->psn, 1);
+	vrdma_resp_advance(qp, 1, false);	/* UC counts no MSN */
 out:
 	consume_skb(skb);
 }
@@ -871,6 +854,8 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	struct vrdma_resp *resp = &qp->resp;
 	bool inv_failed = false;
 	int diff;
+
+	vrdma_qp_assert_owned(qp);
 
 	switch (qp->ibqp.qp_type) {
 	case IB_QPT_UC:
@@ -989,13 +974,10 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		res->rkey = be32_to_cpu(reth->rkey);
 		res->len = be32_to_cpu(reth->len);
 		res->last_psn = vrdma_psn_add(pkt->psn, npkts - 1);
-		resp->psn = vrdma_psn_add(resp->psn, npkts);
-		resp->msn++;
+		vrdma_resp_advance(qp, npkts, true);
 		goto out;
 	}
-	resp->psn = vrdma_psn_add(resp->psn, 1);
-	if (pkt->mask & VRDMA_OPF_LAST)
-		resp->msn++;
+	vrdma_resp_advance(qp, 1, pkt->mask & VRDMA_OPF_LAST);
 	if (inv_failed) {
 		/* The SEND is done: ACK it at once, the QP goes to error. */
 		vrdma_send_ack(qp, pkt->psn,

@@ -24,8 +24,8 @@
  *   vrdma_cq_notify  ... and the armed CQ's completion channel was woken
  *   vrdma_cq_arm     the process armed a CQ (ibv_req_notify_cq)
  *   vrdma_qp_error   a QP went to the error state
- *   vrdma_local_op   a whole RC message between QPs of this host moved
- *                    without packets (local.c)
+ *   vrdma_loopback_msg   a whole RC message between QPs of this host moved
+ *                    without packets (loopback.c)
  *
  * Each costs one patched-out branch when disabled.
  */
@@ -503,10 +503,10 @@ DEFINE_EVENT(vrdma_cq_class, vrdma_cq_notify,
 );
 
 /*
- * A whole RC message moved by the loopback path (local.c): no packet, one
+ * A whole RC message moved by the loopback path (loopback.c): no packet, one
  * copy; @npsn PSNs from @psn consumed on both QPs.
  */
-TRACE_EVENT(vrdma_local_op,
+TRACE_EVENT(vrdma_loopback_msg,
 	TP_PROTO(struct vrdma_qp *qp, struct vrdma_swqe *swqe, u32 dqpn,
 		 u32 psn, u32 npsn, u8 status),
 	TP_ARGS(qp, swqe, dqpn, psn, npsn, status),

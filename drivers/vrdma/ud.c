@@ -32,7 +32,7 @@
 
 /**
  * vrdma_ud_send_packet() - send the packet of a UD send WQE
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned, mutex held
  * @swqe: the WQE at qp->req.cur, checked
  *
  * A WQE that cannot be sent -- its AH is not one of the QP's PD, it is
@@ -51,6 +51,8 @@ int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	struct sk_buff *skb;
 	struct vrdma_ah_dest *ah;
 	u8 opcode;
+
+	vrdma_qp_assert_locked(qp);
 
 	ah = vrdma_ah_get(qp->vdev, wqe->ud.ah, qp->pd);
 	if (!ah) {
@@ -147,7 +149,7 @@ static void vrdma_ud_complete(struct vrdma_qp *qp, struct sk_buff *skb,
 
 /**
  * vrdma_ud_responder() - receive one UD packet
- * @qp: the QP, mutex held
+ * @qp: the QP, engines owned, mutex held
  * @skb: a request packet for @qp (consumed)
  *
  * A receive buffer too small for the GRH and the data, or not writable,
@@ -161,6 +163,8 @@ void vrdma_ud_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	struct vrdma_deth *deth;
 	u8 grh[VRDMA_GRH_SIZE];
 	int ret;
+
+	vrdma_qp_assert_locked(qp);
 
 	if (!vrdma_qp_receives(qp))
 		goto out;

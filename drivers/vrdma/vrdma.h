@@ -8,7 +8,8 @@
  *   main.c      module init/exit, "rdma link add ... type vrdma"
  *   device.c    the ib_device: capabilities (query_device) and the verbs table
  *   port.c      the single RoCEv2 port: state, MTU, GIDs, P_Keys
- *   net.c       the bound Ethernet netdev: carrier/MTU/unregister events
+ *   netdev.c    the bound Ethernet netdev (carrier, MTU, unregister
+ *               events) and which addresses are this host's
  *   parent.c    the parent device whose net/ names the bound netdev
  *   ucontext.c  a process's context and the mmap of shared memory into it
  *   pd.c        protection domains
@@ -17,7 +18,10 @@
  *   frmr.c      fast-registration MRs of kernel consumers: REG_MR, LOCAL_INV
  *   queue.c     the shared rings (SQ, RQ, SRQ, CQ) and their index checks
  *   cq.c        completion queues: writing CQEs, notification
- *   qp.c        queue pairs: creation, the state machine, the QP's task
+ *   qp.c        queue pairs: creation, the state machine, the doorbells
+ *   sched.c     who runs a QP's engines, from where: task, tasklet, doorbell
+ *               and inline runs, timers; the lock order
+ *   rq.c        receive WQEs: taken from the RQ or SRQ, flushed
  *   srq.c       shared receive queues: one receive ring for many QPs
  *   ah.c        address handles: where a UD send goes
  *   mcast.c     UD multicast: groups of QPs, attach and detach
@@ -28,7 +32,7 @@
  *   requester.c SQ WQEs become request packets
  *   responder.c request packets are checked, placed, and ACKed
  *   completer.c ACKs and read responses complete SQ WQEs
- *   local.c     the loopback path: RC messages between QPs of this host,
+ *   loopback.c  the loopback path: RC messages between QPs of this host,
  *               moved MR to MR without packets
  *   copy.c      the bulk payload copy, its routine timed at module load
  *   ud.c        UD datagrams (and QP1, GSI): one packet per message, Q_Key,
@@ -182,8 +186,8 @@ enum vrdma_counter {
 	VRDMA_CNT_RNR_RETRY_EXC,	/* WQEs failed: rnr_retry exceeded */
 	VRDMA_CNT_ACK_SENT,		/* ACKs sent (not NAKs, not responses) */
 	VRDMA_CNT_ACK_COALESCED,	/* ACK requests answered by a later ACK */
-	VRDMA_CNT_LOCAL_OPS,		/* messages moved by local.c, no packet */
-	VRDMA_CNT_LOCAL_BYTES,		/* their payload bytes */
+	VRDMA_CNT_LOOPBACK_MSGS,	/* RC messages moved by loopback.c */
+	VRDMA_CNT_LOOPBACK_BYTES,	/* their payload bytes */
 	VRDMA_CNT_MCAST_SENT,		/* UD: packets sent to a multicast GID */
 	VRDMA_CNT_MCAST_RCVD,		/* UD: multicast packets delivered */
 	VRDMA_CNT_SOFTIRQ_RESP,		/* responses completed in the softirq */
@@ -478,8 +482,10 @@ struct vrdma_rwqe {
  *	sends
  * @sgid_attr: source GID entry (RoCEv2, IPv4-mapped or IPv6)
  * @dgid: destination GID
- * @saddr4, @daddr4: IPv4 addresses when @ipv6 is false
- * @saddr6, @daddr6: IPv6 addresses when @ipv6 is true
+ * @saddr4: IPv4 source address when @ipv6 is false
+ * @daddr4: IPv4 destination address when @ipv6 is false
+ * @saddr6: IPv6 source address when @ipv6 is true
+ * @daddr6: IPv6 destination address when @ipv6 is true
  * @ipv6: network type
  * @dmac: destination MAC, resolved by ib_core
  * @tos: traffic class
@@ -732,7 +738,9 @@ struct vrdma_resp {
  * @draining: the mutex holder (task or doorbell) takes in @rx before it
  *	lets go and looks again after; a packet's sender then need not
  *	queue the task (vrdma_qp_rcv(), vrdma_qp_rcv_local())
- * @task: runs completer, responder and requester for this QP
+ * @task: the QP's task, queued by events at high priority (sched.c)
+ * @task_more: the same task, queued by a run that has work left, at
+ *	normal priority
  * @bh: executes responses and READ requests in the softirq (vrdma_qp_bh())
  * @refs: lookups from the receive path hold a reference
  * @done: completed when @refs drops to zero
@@ -914,6 +922,17 @@ int vrdma_net_init(void);
 void vrdma_net_exit(void);
 int vrdma_net_dev_open(struct vrdma_dev *vdev);
 void vrdma_net_dev_close(struct vrdma_dev *vdev);
+
+/* netdev.c */
+int vrdma_netdev_init(void);
+void vrdma_netdev_exit(void);
+struct vrdma_dev *vrdma_dev_by_ndev(struct net_device *ndev);
+struct net_device *vrdma_addr_ndev(struct net *net, bool ipv6,
+				   __be32 addr4,
+				   const struct in6_addr *addr6);
+struct net_device *vrdma_av_local_ndev(struct net *net, struct vrdma_av *av);
+bool vrdma_ndev_active(struct net_device *ndev);
+bool vrdma_pkt_local(struct vrdma_dev *vdev, struct vrdma_av *av);
 struct vrdma_dev *vrdma_local_dev(struct vrdma_dev *vdev,
 				  struct vrdma_av *av);
 
@@ -1024,6 +1043,7 @@ static inline void *vrdma_queue_slot(struct vrdma_queue *q, u32 idx)
 void vrdma_queue_consume(struct vrdma_queue *q, u32 n);
 void vrdma_queue_produce(struct vrdma_queue *q);
 void vrdma_queue_reset(struct vrdma_queue *q);
+void vrdma_sq_want_doorbell(struct vrdma_qp *qp);
 
 /* cq.c */
 int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -1048,15 +1068,32 @@ int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 struct vrdma_qp *vrdma_qp_get(struct vrdma_dev *vdev, u32 qpn);
 void vrdma_qp_put(struct vrdma_qp *qp);
-int vrdma_qp_init(void);
-void vrdma_qp_exit(void);
+void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
+void vrdma_qp_sq_error(struct vrdma_qp *qp);
+bool vrdma_qp_receives(struct vrdma_qp *qp);
+
+/* sched.c */
+int vrdma_sched_init(void);
+void vrdma_sched_exit(void);
+void vrdma_sched_qp_init(struct vrdma_qp *qp);
+void vrdma_sched_qp_stop(struct vrdma_qp *qp);
 /* Bit of vrdma_qp.owner. */
 #define VRDMA_QP_OWNED	0
 
-/* The engines' state may be touched: the QP is owned (vrdma_qp_lock()). */
+/*
+ * The engines' state may be touched: the QP is owned, by a holder of its
+ * mutex (vrdma_qp_lock()) or by its tasklet (sched.c).
+ */
 static inline void vrdma_qp_assert_owned(struct vrdma_qp *qp)
 {
 	lockdep_assert(test_bit(VRDMA_QP_OWNED, &qp->owner));
+}
+
+/* Owned in process context: what the tasklet must leave to the task. */
+static inline void vrdma_qp_assert_locked(struct vrdma_qp *qp)
+{
+	lockdep_assert_held(&qp->mutex);
+	vrdma_qp_assert_owned(qp);
 }
 
 void vrdma_qp_lock(struct vrdma_qp *qp);
@@ -1064,12 +1101,13 @@ bool vrdma_qp_trylock(struct vrdma_qp *qp);
 void vrdma_qp_unlock(struct vrdma_qp *qp);
 void vrdma_qp_schedule(struct vrdma_qp *qp);
 void vrdma_qp_continue(struct vrdma_qp *qp);
-void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
-void vrdma_qp_sq_error(struct vrdma_qp *qp);
-bool vrdma_qp_receives(struct vrdma_qp *qp);
+void vrdma_qp_doorbell(struct vrdma_qp *qp);
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb);
+
+/* rq.c */
 bool vrdma_take_rwqe(struct vrdma_qp *qp);
+void vrdma_flush_rq(struct vrdma_qp *qp);
 
 /* debugfs.c */
 void vrdma_debugfs_init(void);
@@ -1125,11 +1163,10 @@ void vrdma_requester_bh(struct vrdma_qp *qp);
 int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 		      u32 offset, void *buf, u32 length);
 void vrdma_flush_sq(struct vrdma_qp *qp);
-void vrdma_sq_want_doorbell(struct vrdma_qp *qp);
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
 bool vrdma_responder_waits(struct vrdma_qp *qp, struct sk_buff *skb);
-void vrdma_flush_rq(struct vrdma_qp *qp);
+void vrdma_resp_advance(struct vrdma_qp *qp, u32 npkts, bool msg_end);
 struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num);
 void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
 			    u32 num);
@@ -1138,11 +1175,13 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 			 u8 status);
 void vrdma_retrans_arm(struct vrdma_qp *qp);
+void vrdma_req_progress(struct vrdma_qp *qp);
+void vrdma_timed_out(struct vrdma_qp *qp);
 void vrdma_fail_head(struct vrdma_qp *qp, u8 status);
 struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
 void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout);
-/* local.c: RC messages between QPs of this host, without packets */
-int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
+/* loopback.c: RC messages between QPs of this host, without packets */
+int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
 /* copy.c: the bulk payload copy */
 void vrdma_copy(void *dst, const void *src, size_t len);
 int vrdma_copy_from_skb(const struct sk_buff *skb, int offset, void *to,

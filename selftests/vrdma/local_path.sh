@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The loopback path (drivers/vrdma/local.c) against the packet path.  RC
+# The loopback path (drivers/vrdma/loopback.c) against the packet path.  RC
 # messages between QPs of this host move whole, MR to MR, without packets,
 # unless the module parameter local_direct is 0.  The RC and atomic tests
 # of every error case -- bad rkey, out of bounds, access rights of MR and
@@ -11,7 +11,7 @@
 # with local_direct=1 and once with local_direct=0: each checks the exact
 # outcome (CQE status, opcode, byte_len, QP states, memory untouched), so
 # passing both ways shows the two paths end the same.  rc_test's
-# local_path checks which path was taken: local_ops counted and no packet
+# local_path checks which path was taken: loopback_msgs counted and no packet
 # sent with 1, packets (delivered inside the driver) with 0.
 . "$(dirname "$0")/lib.sh"
 

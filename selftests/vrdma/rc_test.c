@@ -190,8 +190,8 @@ static long long hw_counter(int i, const char *name)
 
 /*
  * Which path a message between QPs of this host takes.  With the module
- * parameter local_direct set (the default), the loopback path (local.c)
- * moves each message whole, MR to MR: counted in local_ops, no packet sent.
+ * parameter local_direct set (the default), the loopback path (loopback.c)
+ * moves each message whole, MR to MR: counted in loopback_msgs, no packet sent.
  * With local_direct=0 the same messages go as packets, delivered inside
  * the driver.  local_path.sh runs this and the error tests both ways.
  */
@@ -215,7 +215,7 @@ TEST_F(rc, local_path)
 	direct = c == 'Y' || c == '1';
 
 	env_create(_metadata, self, &self->e, NULL, 256 * 1024);
-	ops0 = hw_counter(0, "local_ops");
+	ops0 = hw_counter(0, "loopback_msgs");
 	pkts0 = hw_counter(0, "sent_pkts");
 	for (i = 0; i < (int)(sizeof(ops) / sizeof(ops[0])); i++)
 		rc_xfer(_metadata, &self->e, &(struct rc_xfer){
@@ -223,7 +223,7 @@ TEST_F(rc, local_path)
 			.rsge = 2, .loff = 5, .roff = 3, .imm = 0x10ca1 + i,
 			.seed = 700 + i, .wr_id = 0x700 + i,
 		});
-	ops1 = hw_counter(0, "local_ops");
+	ops1 = hw_counter(0, "loopback_msgs");
 	pkts1 = hw_counter(0, "sent_pkts");
 	ASSERT_LE(0, ops0);
 	if (direct) {

@@ -13,7 +13,7 @@ TRACEFS=/sys/kernel/tracing
 EVENTS="vrdma_doorbell vrdma_sq_wqe vrdma_rq_wqe vrdma_req_pkt vrdma_xmit
 	vrdma_rcv vrdma_resp_pkt vrdma_key_check vrdma_atomic vrdma_ack_xmit
 	vrdma_comp_pkt vrdma_retry vrdma_cqe vrdma_cq_arm vrdma_cq_notify
-	vrdma_qp_error vrdma_local_op"
+	vrdma_qp_error vrdma_loopback_msg"
 
 command -v ibv_rc_pingpong >/dev/null || skip_all "ibv_rc_pingpong not installed"
 ! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1

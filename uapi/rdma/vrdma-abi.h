@@ -122,6 +122,7 @@ enum vrdma_wr_opcode {
  *	of @reg.mr_lkey, its page list set by ib_map_mr_sg(), becomes valid
  *	for [@reg.iova, @reg.iova + @reg.length) with the rights @reg.access
  *	(enum ib_access_flags) under the key @reg.key (same index)
+ * @pad: gives the union its fixed size, 40 bytes, whatever the operation
  * @sge: the gather list; with VRDMA_SEND_INLINE the inline data bytes
  *	occupy this space instead
  *

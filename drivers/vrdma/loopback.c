@@ -6,7 +6,7 @@
  * When the destination of an RC QP is a QP of this host (its address is
  * one of this namespace's, as for vrdma_pkt_send()'s local delivery), the
  * requester hands each new SEND, RDMA WRITE, RDMA READ or ATOMIC to
- * vrdma_local_exec() before it builds any packet.  That takes the
+ * vrdma_loopback_exec() before it builds any packet.  That takes the
  * destination QP's mutex (a trylock: the two QPs' mutexes are taken in
  * either order by their two doorbells), runs the responder's checks on the
  * whole message at once, and copies it in one pass, page by page
@@ -40,8 +40,8 @@
  * the tests prove the two paths equivalent.  Counters: such messages are no
  * packets and appear in none of the packet counters (sent_pkts, rcvd_pkts,
  * loopback_pkts, acks_sent...); the requesting device counts them in
- * local_ops and their payload in local_bytes.  The tracepoint
- * vrdma_local_op shows each one.
+ * loopback_msgs and their payload in loopback_bytes.  The tracepoint
+ * vrdma_loopback_msg shows each one.
  */
 #include <linux/moduleparam.h>
 
@@ -215,7 +215,7 @@ static int vrdma_span_copy(struct vrdma_span *dst, struct vrdma_span *src,
 }
 
 /* Request packets (PSNs) the message would have taken; a READ its responses. */
-static u32 vrdma_local_npsn(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
+static u32 vrdma_loopback_npsn(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 {
 	if (vrdma_wqe_atomic(swqe->wqe))
 		return 1;
@@ -226,14 +226,14 @@ static u32 vrdma_local_npsn(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
  * The message's requests went out: the requester's state moves on as after
  * vrdma_send_packet() of its last packet.
  */
-static void vrdma_local_sent(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+static void vrdma_loopback_sent(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 			     u32 dqpn, u8 status)
 {
-	u32 npsn = vrdma_local_npsn(qp, swqe);
+	u32 npsn = vrdma_loopback_npsn(qp, swqe);
 
-	trace_vrdma_local_op(qp, swqe, dqpn, qp->req.psn, npsn, status);
-	vrdma_count(qp->vdev, VRDMA_CNT_LOCAL_OPS);
-	vrdma_count_add(qp->vdev, VRDMA_CNT_LOCAL_BYTES, swqe->length);
+	trace_vrdma_loopback_msg(qp, swqe, dqpn, qp->req.psn, npsn, status);
+	vrdma_count(qp->vdev, VRDMA_CNT_LOOPBACK_MSGS);
+	vrdma_count_add(qp->vdev, VRDMA_CNT_LOOPBACK_BYTES, swqe->length);
 	swqe->first_psn = qp->req.psn;
 	swqe->last_psn = vrdma_psn_add(qp->req.psn, npsn - 1);
 	swqe->state = VRDMA_SWQE_SENT;
@@ -247,15 +247,12 @@ static void vrdma_local_sent(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
  * after the message's last packet; @opcode is the one it remembers for the
  * opcode sequence check (a whole message: an ONLY, a READ or an ATOMIC).
  */
-static void vrdma_local_executed(struct vrdma_qp *qp, struct vrdma_qp *dqp,
-				 u8 opcode)
+static void vrdma_loopback_executed(struct vrdma_qp *dqp,
+				    struct vrdma_swqe *swqe, u8 opcode)
 {
-	struct vrdma_resp *resp = &dqp->resp;
-
-	resp->psn = qp->req.psn;	/* vrdma_local_sent() moved it on */
-	resp->msn++;
-	resp->opcode = opcode;
-	resp->nak_sent = false;
+	vrdma_resp_advance(dqp, vrdma_loopback_npsn(dqp, swqe), true);
+	dqp->resp.opcode = opcode;
+	dqp->resp.nak_sent = false;
 }
 
 /*
@@ -263,16 +260,12 @@ static void vrdma_local_executed(struct vrdma_qp *qp, struct vrdma_qp *dqp,
  * @status, IB_WC_SUCCESS, or a local error found placing a READ response
  * or an atomic's result, which puts the QP in error as in the completer.
  */
-static void vrdma_local_acked(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+static void vrdma_loopback_acked(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 			      u8 status)
 {
 	qp->req.una = qp->req.psn;
-	qp->req.retry = 0;
 	qp->req.rnr_retry = 0;
-	qp->req.rewound = false;
-	qp->req.probe = false;
-	if (timer_pending(&qp->retrans_timer))
-		vrdma_retrans_arm(qp);
+	vrdma_req_progress(qp);
 	vrdma_complete_swqe(qp, swqe, status);
 }
 
@@ -281,14 +274,14 @@ static void vrdma_local_acked(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
  * (@event, 0 for none, or already there); the requester's WQE fails with
  * @status and its QP goes to error too.
  */
-static void vrdma_local_nak(struct vrdma_qp *qp, struct vrdma_qp *dqp,
+static void vrdma_loopback_nak(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 			    struct vrdma_swqe *swqe, enum ib_event_type event,
 			    u8 status)
 {
 	vrdma_count(dqp->vdev, VRDMA_CNT_NAK_SENT);
 	vrdma_count(qp->vdev, VRDMA_CNT_NAK_RCVD);
 	vrdma_qp_error(dqp, event);
-	vrdma_local_sent(qp, swqe, dqp->ibqp.qp_num, status);
+	vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num, status);
 	vrdma_complete_swqe(qp, swqe, status);
 }
 
@@ -297,7 +290,7 @@ static void vrdma_local_nak(struct vrdma_qp *qp, struct vrdma_qp *dqp,
  * receive CQ overflow): as in the packet path, it sends no ACK; the
  * requester's retransmission timer finds out, and its retries run out.
  */
-static void vrdma_local_unanswered(struct vrdma_qp *qp)
+static void vrdma_loopback_unanswered(struct vrdma_qp *qp)
 {
 	if (!timer_pending(&qp->retrans_timer))
 		vrdma_retrans_arm(qp);
@@ -309,7 +302,7 @@ static void vrdma_local_unanswered(struct vrdma_qp *qp)
  * with an RNR NAK), -EIO if the ring or the WQE was bad and the responder
  * went to error (the packet path NAKs with a remote operation error).
  */
-static int vrdma_local_rwqe(struct vrdma_qp *dqp)
+static int vrdma_loopback_rwqe(struct vrdma_qp *dqp)
 {
 	if (dqp->rwqe.valid)
 		return dqp->rwqe.offset ? 0 : 1;
@@ -319,7 +312,7 @@ static int vrdma_local_rwqe(struct vrdma_qp *dqp)
 }
 
 /* Complete the receive WQE of a SEND or RDMA WRITE with immediate. */
-static void vrdma_local_recv_cqe(struct vrdma_qp *dqp,
+static void vrdma_loopback_recv_cqe(struct vrdma_qp *dqp,
 				 const struct vrdma_send_wqe *wqe, u8 status,
 				 u32 byte_len)
 {
@@ -349,7 +342,7 @@ static void vrdma_local_recv_cqe(struct vrdma_qp *dqp,
 }
 
 /* A SEND (with immediate, with invalidate) into the next receive WQE. */
-static int vrdma_local_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
+static int vrdma_loopback_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 			    struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
@@ -358,9 +351,9 @@ static int vrdma_local_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 	u32 len = swqe->length;
 	int ret;
 
-	ret = vrdma_local_rwqe(dqp);
+	ret = vrdma_loopback_rwqe(dqp);
 	if (ret < 0) {
-		vrdma_local_nak(qp, dqp, swqe, 0, IB_WC_REM_OP_ERR);
+		vrdma_loopback_nak(qp, dqp, swqe, 0, IB_WC_REM_OP_ERR);
 		return 1;
 	}
 	if (!ret || len > rw->length)
@@ -376,39 +369,39 @@ static int vrdma_local_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 	vrdma_span_fini(&dst);
 	if (ret == VRDMA_COPY_SRC_ERR) {
 		/* As a failed gather: the receive WQE stays, unfinished. */
-		vrdma_local_sent(qp, swqe, dqp->ibqp.qp_num,
+		vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num,
 				 IB_WC_LOC_PROT_ERR);
 		vrdma_complete_swqe(qp, swqe, IB_WC_LOC_PROT_ERR);
 		return 1;
 	}
 	if (ret == VRDMA_COPY_DST_ERR) {
-		vrdma_local_recv_cqe(dqp, wqe, IB_WC_LOC_PROT_ERR, 0);
-		vrdma_local_nak(qp, dqp, swqe, 0, IB_WC_REM_OP_ERR);
+		vrdma_loopback_recv_cqe(dqp, wqe, IB_WC_LOC_PROT_ERR, 0);
+		vrdma_loopback_nak(qp, dqp, swqe, 0, IB_WC_REM_OP_ERR);
 		return 1;
 	}
 
-	vrdma_local_sent(qp, swqe, dqp->ibqp.qp_num, IB_WC_SUCCESS);
+	vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num, IB_WC_SUCCESS);
 	if (wqe->opcode == IB_UVERBS_WR_SEND_WITH_INV &&
 	    vrdma_invalidate_key(dqp, wqe->ex.invalidate_rkey, true)) {
 		/* IBA class J: placed, acknowledged, then the QP fails. */
-		vrdma_local_recv_cqe(dqp, wqe, IB_WC_REM_INV_REQ_ERR, len);
-		vrdma_local_executed(qp, dqp, IB_OPCODE_RC_SEND_ONLY);
-		vrdma_local_acked(qp, swqe, IB_WC_SUCCESS);
+		vrdma_loopback_recv_cqe(dqp, wqe, IB_WC_REM_INV_REQ_ERR, len);
+		vrdma_loopback_executed(dqp, swqe, IB_OPCODE_RC_SEND_ONLY);
+		vrdma_loopback_acked(qp, swqe, IB_WC_SUCCESS);
 		vrdma_qp_error(dqp, 0);
 		return 1;
 	}
-	vrdma_local_recv_cqe(dqp, wqe, IB_WC_SUCCESS, len);
+	vrdma_loopback_recv_cqe(dqp, wqe, IB_WC_SUCCESS, len);
 	if (dqp->state == IB_QPS_ERR) {
-		vrdma_local_unanswered(qp);
+		vrdma_loopback_unanswered(qp);
 		return 1;
 	}
-	vrdma_local_executed(qp, dqp, IB_OPCODE_RC_SEND_ONLY);
-	vrdma_local_acked(qp, swqe, IB_WC_SUCCESS);
+	vrdma_loopback_executed(dqp, swqe, IB_OPCODE_RC_SEND_ONLY);
+	vrdma_loopback_acked(qp, swqe, IB_WC_SUCCESS);
 	return 1;
 }
 
 /* An RDMA WRITE (with immediate) into the responder's MR. */
-static int vrdma_local_write(struct vrdma_qp *qp, struct vrdma_qp *dqp,
+static int vrdma_loopback_write(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 			     struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
@@ -421,9 +414,9 @@ static int vrdma_local_write(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 	if (!(dqp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE))
 		return 0;
 	if (imm) {
-		ret = vrdma_local_rwqe(dqp);
+		ret = vrdma_loopback_rwqe(dqp);
 		if (ret < 0) {
-			vrdma_local_nak(qp, dqp, swqe, 0, IB_WC_REM_OP_ERR);
+			vrdma_loopback_nak(qp, dqp, swqe, 0, IB_WC_REM_OP_ERR);
 			return 1;
 		}
 		if (!ret)
@@ -440,33 +433,33 @@ static int vrdma_local_write(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 		vrdma_span_fini(&src);
 		vrdma_span_fini(&dst);
 		if (ret == VRDMA_COPY_SRC_ERR) {
-			vrdma_local_sent(qp, swqe, dqp->ibqp.qp_num,
+			vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num,
 					 IB_WC_LOC_PROT_ERR);
 			vrdma_complete_swqe(qp, swqe, IB_WC_LOC_PROT_ERR);
 			return 1;
 		}
 		if (ret == VRDMA_COPY_DST_ERR) {
-			vrdma_local_nak(qp, dqp, swqe, IB_EVENT_QP_FATAL,
+			vrdma_loopback_nak(qp, dqp, swqe, IB_EVENT_QP_FATAL,
 					IB_WC_REM_OP_ERR);
 			return 1;
 		}
 	}
 
-	vrdma_local_sent(qp, swqe, dqp->ibqp.qp_num, IB_WC_SUCCESS);
+	vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num, IB_WC_SUCCESS);
 	if (imm) {
-		vrdma_local_recv_cqe(dqp, wqe, IB_WC_SUCCESS, len);
+		vrdma_loopback_recv_cqe(dqp, wqe, IB_WC_SUCCESS, len);
 		if (dqp->state == IB_QPS_ERR) {
-			vrdma_local_unanswered(qp);
+			vrdma_loopback_unanswered(qp);
 			return 1;
 		}
 	}
-	vrdma_local_executed(qp, dqp, IB_OPCODE_RC_RDMA_WRITE_ONLY);
-	vrdma_local_acked(qp, swqe, IB_WC_SUCCESS);
+	vrdma_loopback_executed(dqp, swqe, IB_OPCODE_RC_RDMA_WRITE_ONLY);
+	vrdma_loopback_acked(qp, swqe, IB_WC_SUCCESS);
 	return 1;
 }
 
 /* An RDMA READ: from the responder's MR into the requester's SGL. */
-static int vrdma_local_read(struct vrdma_qp *qp, struct vrdma_qp *dqp,
+static int vrdma_loopback_read(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 			    struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
@@ -490,7 +483,7 @@ static int vrdma_local_read(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 		vrdma_span_fini(&src);
 		vrdma_span_fini(&dst);
 		if (ret == VRDMA_COPY_SRC_ERR) {
-			vrdma_local_nak(qp, dqp, swqe, IB_EVENT_QP_ACCESS_ERR,
+			vrdma_loopback_nak(qp, dqp, swqe, IB_EVENT_QP_ACCESS_ERR,
 					IB_WC_REM_ACCESS_ERR);
 			return 1;
 		}
@@ -498,14 +491,14 @@ static int vrdma_local_read(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 		if (ret == VRDMA_COPY_DST_ERR)
 			status = IB_WC_LOC_PROT_ERR;
 	}
-	vrdma_local_sent(qp, swqe, dqp->ibqp.qp_num, status);
-	vrdma_local_executed(qp, dqp, IB_OPCODE_RC_RDMA_READ_REQUEST);
-	vrdma_local_acked(qp, swqe, status);
+	vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num, status);
+	vrdma_loopback_executed(dqp, swqe, IB_OPCODE_RC_RDMA_READ_REQUEST);
+	vrdma_loopback_acked(qp, swqe, status);
 	return 1;
 }
 
 /* CMP_AND_SWP or FETCH_AND_ADD on the responder's MR. */
-static int vrdma_local_atomic(struct vrdma_qp *qp, struct vrdma_qp *dqp,
+static int vrdma_loopback_atomic(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 			      struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
@@ -535,9 +528,9 @@ static int vrdma_local_atomic(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 	if (vrdma_sgl_copy(qp->vdev, qp->pd, wqe->sge, wqe->num_sge, 0, &orig,
 			   sizeof(orig), true))
 		status = IB_WC_LOC_PROT_ERR;
-	vrdma_local_sent(qp, swqe, dqp->ibqp.qp_num, status);
-	vrdma_local_executed(qp, dqp, opcode);
-	vrdma_local_acked(qp, swqe, status);
+	vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num, status);
+	vrdma_loopback_executed(dqp, swqe, opcode);
+	vrdma_loopback_acked(qp, swqe, status);
 	return 1;
 }
 
@@ -547,7 +540,7 @@ static int vrdma_local_atomic(struct vrdma_qp *qp, struct vrdma_qp *dqp,
  * packets of it), expecting exactly @qp's next PSN, and have nothing of an
  * earlier request left to answer.
  */
-static bool vrdma_local_ready(struct vrdma_qp *qp, struct vrdma_qp *dqp)
+static bool vrdma_loopback_ready(struct vrdma_qp *qp, struct vrdma_qp *dqp)
 {
 	struct vrdma_resp *resp = &dqp->resp;
 
@@ -562,9 +555,9 @@ static bool vrdma_local_ready(struct vrdma_qp *qp, struct vrdma_qp *dqp)
 }
 
 /**
- * vrdma_local_exec() - move the next message of an RC QP to its local
+ * vrdma_loopback_exec() - move the next message of an RC QP to its local
  *	peer without packets, if it can be
- * @qp: the requesting QP, mutex held
+ * @qp: the requesting QP, engines owned, mutex held
  * @swqe: the WQE at req.cur, new (nothing of it sent), checked and
  *	successful so far, allowed to start (fence, max_rd_atomic)
  *
@@ -575,11 +568,13 @@ static bool vrdma_local_ready(struct vrdma_qp *qp, struct vrdma_qp *dqp)
  * or an error) or, rarely, left to the retransmission timer; 0 if nothing
  * was done and the requester must send packets.
  */
-int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
+int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 {
 	struct vrdma_dev *ldev;
 	struct vrdma_qp *dqp;
 	int done = 0;
+
+	vrdma_qp_assert_locked(qp);
 
 	if (!READ_ONCE(local_direct) || qp->ibqp.qp_type != IB_QPT_RC ||
 	    swqe->state != VRDMA_SWQE_NEW || qp->req.offset ||
@@ -591,23 +586,23 @@ int vrdma_local_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	dqp = vrdma_qp_get(ldev, qp->attr.dest_qp_num);
 	/* A nested trylock: lockdep records no order for it. */
 	if (dqp && dqp != qp && vrdma_qp_trylock(dqp)) {
-		if (vrdma_local_ready(qp, dqp)) {
+		if (vrdma_loopback_ready(qp, dqp)) {
 			switch (swqe->wqe->opcode) {
 			case IB_UVERBS_WR_SEND:
 			case IB_UVERBS_WR_SEND_WITH_IMM:
 			case IB_UVERBS_WR_SEND_WITH_INV:
-				done = vrdma_local_send(qp, dqp, swqe);
+				done = vrdma_loopback_send(qp, dqp, swqe);
 				break;
 			case IB_UVERBS_WR_RDMA_WRITE:
 			case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
-				done = vrdma_local_write(qp, dqp, swqe);
+				done = vrdma_loopback_write(qp, dqp, swqe);
 				break;
 			case IB_UVERBS_WR_RDMA_READ:
-				done = vrdma_local_read(qp, dqp, swqe);
+				done = vrdma_loopback_read(qp, dqp, swqe);
 				break;
 			case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
 			case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
-				done = vrdma_local_atomic(qp, dqp, swqe);
+				done = vrdma_loopback_atomic(qp, dqp, swqe);
 				break;
 			}
 		}

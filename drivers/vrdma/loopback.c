@@ -227,7 +227,7 @@ static u32 vrdma_loopback_npsn(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
  * vrdma_send_packet() of its last packet.
  */
 static void vrdma_loopback_sent(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
-			     u32 dqpn, u8 status)
+				u32 dqpn, u8 status)
 {
 	u32 npsn = vrdma_loopback_npsn(qp, swqe);
 
@@ -261,7 +261,7 @@ static void vrdma_loopback_executed(struct vrdma_qp *dqp,
  * or an atomic's result, which puts the QP in error as in the completer.
  */
 static void vrdma_loopback_acked(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
-			      u8 status)
+				 u8 status)
 {
 	qp->req.una = qp->req.psn;
 	qp->req.rnr_retry = 0;
@@ -275,8 +275,8 @@ static void vrdma_loopback_acked(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
  * @status and its QP goes to error too.
  */
 static void vrdma_loopback_nak(struct vrdma_qp *qp, struct vrdma_qp *dqp,
-			    struct vrdma_swqe *swqe, enum ib_event_type event,
-			    u8 status)
+			       struct vrdma_swqe *swqe, enum ib_event_type event,
+			       u8 status)
 {
 	vrdma_count(dqp->vdev, VRDMA_CNT_NAK_SENT);
 	vrdma_count(qp->vdev, VRDMA_CNT_NAK_RCVD);
@@ -313,8 +313,8 @@ static int vrdma_loopback_rwqe(struct vrdma_qp *dqp)
 
 /* Complete the receive WQE of a SEND or RDMA WRITE with immediate. */
 static void vrdma_loopback_recv_cqe(struct vrdma_qp *dqp,
-				 const struct vrdma_send_wqe *wqe, u8 status,
-				 u32 byte_len)
+				    const struct vrdma_send_wqe *wqe, u8 status,
+				    u32 byte_len)
 {
 	struct vrdma_cqe cqe = {
 		.wr_id = dqp->rwqe.wqe->wr_id,
@@ -343,7 +343,7 @@ static void vrdma_loopback_recv_cqe(struct vrdma_qp *dqp,
 
 /* A SEND (with immediate, with invalidate) into the next receive WQE. */
 static int vrdma_loopback_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
-			    struct vrdma_swqe *swqe)
+			       struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
 	struct vrdma_rwqe *rw = &dqp->rwqe;
@@ -370,7 +370,7 @@ static int vrdma_loopback_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 	if (ret == VRDMA_COPY_SRC_ERR) {
 		/* As a failed gather: the receive WQE stays, unfinished. */
 		vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num,
-				 IB_WC_LOC_PROT_ERR);
+				    IB_WC_LOC_PROT_ERR);
 		vrdma_complete_swqe(qp, swqe, IB_WC_LOC_PROT_ERR);
 		return 1;
 	}
@@ -402,7 +402,7 @@ static int vrdma_loopback_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 
 /* An RDMA WRITE (with immediate) into the responder's MR. */
 static int vrdma_loopback_write(struct vrdma_qp *qp, struct vrdma_qp *dqp,
-			     struct vrdma_swqe *swqe)
+				struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
 	bool imm = wqe->opcode == IB_UVERBS_WR_RDMA_WRITE_WITH_IMM;
@@ -434,13 +434,13 @@ static int vrdma_loopback_write(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 		vrdma_span_fini(&dst);
 		if (ret == VRDMA_COPY_SRC_ERR) {
 			vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num,
-					 IB_WC_LOC_PROT_ERR);
+					    IB_WC_LOC_PROT_ERR);
 			vrdma_complete_swqe(qp, swqe, IB_WC_LOC_PROT_ERR);
 			return 1;
 		}
 		if (ret == VRDMA_COPY_DST_ERR) {
 			vrdma_loopback_nak(qp, dqp, swqe, IB_EVENT_QP_FATAL,
-					IB_WC_REM_OP_ERR);
+					   IB_WC_REM_OP_ERR);
 			return 1;
 		}
 	}
@@ -460,7 +460,7 @@ static int vrdma_loopback_write(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 
 /* An RDMA READ: from the responder's MR into the requester's SGL. */
 static int vrdma_loopback_read(struct vrdma_qp *qp, struct vrdma_qp *dqp,
-			    struct vrdma_swqe *swqe)
+			       struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
 	struct vrdma_span src, dst;
@@ -484,7 +484,7 @@ static int vrdma_loopback_read(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 		vrdma_span_fini(&dst);
 		if (ret == VRDMA_COPY_SRC_ERR) {
 			vrdma_loopback_nak(qp, dqp, swqe, IB_EVENT_QP_ACCESS_ERR,
-					IB_WC_REM_ACCESS_ERR);
+					   IB_WC_REM_ACCESS_ERR);
 			return 1;
 		}
 		/* The responses came; placing them failed (completer.c). */
@@ -499,7 +499,7 @@ static int vrdma_loopback_read(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 
 /* CMP_AND_SWP or FETCH_AND_ADD on the responder's MR. */
 static int vrdma_loopback_atomic(struct vrdma_qp *qp, struct vrdma_qp *dqp,
-			      struct vrdma_swqe *swqe)
+				 struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
 	bool cas = wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP;

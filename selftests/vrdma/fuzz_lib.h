@@ -131,6 +131,28 @@ static inline int fz_sh(const char *cmd)
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+/*
+ * Wait at most @secs for the child @pid to end, its status in *@st; kill it
+ * when it does not.  Returns 0, or -1 if it had to be killed: a fuzzer
+ * never waits for a child that hangs (the kernel's part of such a hang is
+ * for fuzz.sh's watchdog to show).
+ */
+static inline int fz_wait_child(pid_t pid, int *st, double secs)
+{
+	double end = fz_now() + secs;
+	pid_t w;
+
+	while (!(w = waitpid(pid, st, WNOHANG)) && fz_now() < end)
+		usleep(10 * 1000);
+	if (w == pid)
+		return 0;
+	if (!w) {
+		kill(pid, SIGKILL);
+		waitpid(pid, st, 0);
+	}
+	return -1;
+}
+
 /* ---- the device ------------------------------------------------------ */
 
 /* rc_find_gid(): gid_lib.h. */
@@ -138,22 +160,22 @@ static inline int fz_sh(const char *cmd)
 /* ---- a plain RC (or UC) connection ----------------------------------- */
 
 /*
- * Move @qp through INIT, RTR and RTS towards @dqpn at @dgid.  UC takes
- * only the attributes UC has; UD needs no peer.
+ * Move @qp through INIT, RTR and RTS towards @dqpn at @dgid, granting the
+ * remote rights @access (UC: REMOTE_WRITE at most).  UC takes only the
+ * attributes UC has; UD needs no peer.
  */
-static inline int fz_connect(struct ibv_qp *qp, int gid_idx,
-			     enum ibv_mtu mtu, uint32_t dqpn,
-			     const union ibv_gid *dgid, uint32_t rq_psn,
-			     uint32_t sq_psn, int timeout, int retry)
+static inline int fz_connect_access(struct ibv_qp *qp, int gid_idx,
+				    enum ibv_mtu mtu, uint32_t dqpn,
+				    const union ibv_gid *dgid,
+				    uint32_t rq_psn, uint32_t sq_psn,
+				    int timeout, int retry, int access)
 {
 	int uc = qp->qp_type == IBV_QPT_UC, ud = qp->qp_type == IBV_QPT_UD;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
 		.qkey = 0x11111111,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC,
+		.qp_access_flags = access,
 	};
 	int mask;
 
@@ -161,7 +183,7 @@ static inline int fz_connect(struct ibv_qp *qp, int gid_idx,
 		mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 		       IBV_QP_QKEY;
 	else if (uc)
-		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE,
+		a.qp_access_flags &= IBV_ACCESS_REMOTE_WRITE,
 		mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 		       IBV_QP_ACCESS_FLAGS;
 	else
@@ -207,6 +229,18 @@ static inline int fz_connect(struct ibv_qp *qp, int gid_idx,
 			IBV_QP_MAX_QP_RD_ATOMIC;
 	}
 	return ibv_modify_qp(qp, &a, mask);
+}
+
+/* fz_connect_access() granting every remote right the QP type has. */
+static inline int fz_connect(struct ibv_qp *qp, int gid_idx,
+			     enum ibv_mtu mtu, uint32_t dqpn,
+			     const union ibv_gid *dgid, uint32_t rq_psn,
+			     uint32_t sq_psn, int timeout, int retry)
+{
+	return fz_connect_access(qp, gid_idx, mtu, dqpn, dgid, rq_psn, sq_psn,
+				 timeout, retry, IBV_ACCESS_REMOTE_WRITE |
+				 IBV_ACCESS_REMOTE_READ |
+				 IBV_ACCESS_REMOTE_ATOMIC);
 }
 
 static inline enum ibv_qp_state fz_qp_state(struct ibv_qp *qp)
@@ -394,7 +428,8 @@ static inline int fz_live_run(const char *dev_a, const char *dev_b)
 		}
 		/* faults.sh waits for this before it breaks anything. */
 		if (!rounds++) {
-			printf("# live traffic: moving data\n");
+			printf("# live traffic: moving data (QPs %#x, %#x)\n",
+			       qp[0]->qp_num, qp[1]->qp_num);
 			fflush(stdout);
 		}
 	}
@@ -423,14 +458,19 @@ static inline pid_t fz_live_start(const char *dev_a, const char *dev_b)
 	return pid;
 }
 
-/* Stop the live traffic; whether it stayed right throughout. */
+/*
+ * Stop the live traffic; whether it stayed right throughout.  It stops
+ * within one poll of its CQ (fz_live_wc()); a slow host gets a minute.
+ */
 static inline int fz_live_stop_wait(pid_t pid)
 {
 	int st;
 
 	kill(pid, SIGTERM);
-	if (waitpid(pid, &st, 0) != pid)
+	if (fz_wait_child(pid, &st, 60)) {
+		printf("# live traffic: did not stop within 60 s of SIGTERM\n");
 		return 0;
+	}
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 

@@ -128,12 +128,10 @@ int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 								GFP_ATOMIC;
 	struct vrdma_ah_dest *dest;
 	unsigned long flags;
-	struct vrdma_uverbs_req req;
 	u32 handle, fl;
 	int ret;
 
-	ret = vrdma_udata_req(ibah->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibah->device, udata, __func__);
 	if (ret)
 		return ret;
 	/* Without the handle the process could not use the AH. */

@@ -45,12 +45,10 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	struct vrdma_create_cq_resp resp = {};
 	struct vrdma_ucontext *uc;
-	struct vrdma_uverbs_req req;
 	u32 n;
 	int ret;
 
-	ret = vrdma_udata_req(ibcq->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibcq->device, udata, __func__);
 	if (ret)
 		return ret;
 	if (attr->flags)
@@ -132,11 +130,9 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	struct vrdma_ucontext *uc;
 	struct vrdma_queue nq, oq;
 	u32 pending, i, cons;
-	struct vrdma_uverbs_req req;
 	int ret;
 
-	ret = vrdma_udata_req(ibcq->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibcq->device, udata, __func__);
 	if (ret)
 		return ret;
 	if (cqe < 1 || cqe > vdev->attr.max_cqe)

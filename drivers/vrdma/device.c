@@ -85,10 +85,9 @@ static int vrdma_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
 			      struct ib_udata *udata)
 {
-	struct vrdma_uverbs_req req;
 	int ret;
 
-	ret = vrdma_udata_req(ibdev, udata, __func__, &req, sizeof(req), 0);
+	ret = vrdma_udata_check(ibdev, udata, __func__);
 	if (ret)
 		return ret;
 	/* No driver-specific output is defined. */

@@ -341,6 +341,41 @@ static void vrdma_loopback_recv_cqe(struct vrdma_qp *dqp,
 		vrdma_qp_error(dqp, IB_EVENT_QP_FATAL);
 }
 
+/*
+ * The source SGL of a SEND or WRITE failed its checks midway, as a gather
+ * of the packet path would: the WQE completes with a local protection
+ * error.  Returns 1 (done).
+ */
+static int vrdma_loopback_gather_failed(struct vrdma_qp *qp,
+					struct vrdma_qp *dqp,
+					struct vrdma_swqe *swqe)
+{
+	vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num, IB_WC_LOC_PROT_ERR);
+	vrdma_complete_swqe(qp, swqe, IB_WC_LOC_PROT_ERR);
+	return 1;
+}
+
+/*
+ * A SEND or WRITE placed without error: the receive CQE of one that
+ * consumed a receive WQE (@recv), then, unless that put the responder in
+ * error, the message is executed and acknowledged.  Returns 1 (done).
+ */
+static int vrdma_loopback_done(struct vrdma_qp *qp, struct vrdma_qp *dqp,
+			       struct vrdma_swqe *swqe, u8 opcode, bool recv,
+			       u32 len)
+{
+	if (recv) {
+		vrdma_loopback_recv_cqe(dqp, swqe->wqe, IB_WC_SUCCESS, len);
+		if (dqp->state == IB_QPS_ERR) {
+			vrdma_loopback_unanswered(qp);
+			return 1;
+		}
+	}
+	vrdma_loopback_executed(dqp, swqe, opcode);
+	vrdma_loopback_acked(qp, swqe, IB_WC_SUCCESS);
+	return 1;
+}
+
 /* A SEND (with immediate, with invalidate) into the next receive WQE. */
 static int vrdma_loopback_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 			       struct vrdma_swqe *swqe)
@@ -369,10 +404,7 @@ static int vrdma_loopback_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 	vrdma_span_fini(&dst);
 	if (ret == VRDMA_COPY_SRC_ERR) {
 		/* As a failed gather: the receive WQE stays, unfinished. */
-		vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num,
-				    IB_WC_LOC_PROT_ERR);
-		vrdma_complete_swqe(qp, swqe, IB_WC_LOC_PROT_ERR);
-		return 1;
+		return vrdma_loopback_gather_failed(qp, dqp, swqe);
 	}
 	if (ret == VRDMA_COPY_DST_ERR) {
 		vrdma_loopback_recv_cqe(dqp, wqe, IB_WC_LOC_PROT_ERR, 0);
@@ -390,14 +422,8 @@ static int vrdma_loopback_send(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 		vrdma_qp_error(dqp, 0);
 		return 1;
 	}
-	vrdma_loopback_recv_cqe(dqp, wqe, IB_WC_SUCCESS, len);
-	if (dqp->state == IB_QPS_ERR) {
-		vrdma_loopback_unanswered(qp);
-		return 1;
-	}
-	vrdma_loopback_executed(dqp, swqe, IB_OPCODE_RC_SEND_ONLY);
-	vrdma_loopback_acked(qp, swqe, IB_WC_SUCCESS);
-	return 1;
+	return vrdma_loopback_done(qp, dqp, swqe, IB_OPCODE_RC_SEND_ONLY, true,
+				   len);
 }
 
 /* An RDMA WRITE (with immediate) into the responder's MR. */
@@ -432,12 +458,8 @@ static int vrdma_loopback_write(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 		ret = vrdma_span_copy(&dst, &src, len);
 		vrdma_span_fini(&src);
 		vrdma_span_fini(&dst);
-		if (ret == VRDMA_COPY_SRC_ERR) {
-			vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num,
-					    IB_WC_LOC_PROT_ERR);
-			vrdma_complete_swqe(qp, swqe, IB_WC_LOC_PROT_ERR);
-			return 1;
-		}
+		if (ret == VRDMA_COPY_SRC_ERR)
+			return vrdma_loopback_gather_failed(qp, dqp, swqe);
 		if (ret == VRDMA_COPY_DST_ERR) {
 			vrdma_loopback_nak(qp, dqp, swqe, IB_EVENT_QP_FATAL,
 					   IB_WC_REM_OP_ERR);
@@ -446,16 +468,8 @@ static int vrdma_loopback_write(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 	}
 
 	vrdma_loopback_sent(qp, swqe, dqp->ibqp.qp_num, IB_WC_SUCCESS);
-	if (imm) {
-		vrdma_loopback_recv_cqe(dqp, wqe, IB_WC_SUCCESS, len);
-		if (dqp->state == IB_QPS_ERR) {
-			vrdma_loopback_unanswered(qp);
-			return 1;
-		}
-	}
-	vrdma_loopback_executed(dqp, swqe, IB_OPCODE_RC_RDMA_WRITE_ONLY);
-	vrdma_loopback_acked(qp, swqe, IB_WC_SUCCESS);
-	return 1;
+	return vrdma_loopback_done(qp, dqp, swqe, IB_OPCODE_RC_RDMA_WRITE_ONLY,
+				   imm, len);
 }
 
 /* An RDMA READ: from the responder's MR into the requester's SGL. */

@@ -169,17 +169,12 @@ static int __init vrdma_init(void)
 	ret = vrdma_net_init();
 	if (ret)
 		goto err_parent;
-	ret = vrdma_netdev_init();
-	if (ret)
-		goto err_net;
 
 	vrdma_debugfs_init();
 	rdma_link_register(&vrdma_link_ops);
 	pr_info("vrdma: loaded, uverbs ABI %d\n", VRDMA_UVERBS_ABI_VERSION);
 	return 0;
 
-err_net:
-	vrdma_net_exit();
 err_parent:
 	vrdma_parent_exit();
 err_qp:
@@ -193,7 +188,6 @@ static void __exit vrdma_exit(void)
 	rdma_link_unregister(&vrdma_link_ops);
 	vrdma_unregister_all();
 	vrdma_debugfs_exit();
-	vrdma_netdev_exit();
 	vrdma_net_exit();
 	vrdma_parent_exit();
 	vrdma_sched_exit();

@@ -171,12 +171,10 @@ err_free:
 struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
 {
-	struct vrdma_uverbs_req req;
 	struct vrdma_mr *mr;
 	int ret;
 
-	ret = vrdma_udata_req(ibpd->device, udata, __func__, &req, sizeof(req),
-			      0);
+	ret = vrdma_udata_check(ibpd->device, udata, __func__);
 	if (ret)
 		return ERR_PTR(ret);
 	mr = vrdma_mr_create_user(ibpd, start, length, iova, access);
@@ -217,11 +215,9 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 {
 	struct vrdma_dev *vdev = to_vdev(ibmr->device);
 	struct vrdma_mr *mr = to_vmr(ibmr), *new;
-	struct vrdma_uverbs_req req;
 	int ret;
 
-	ret = vrdma_udata_req(ibmr->device, udata, __func__, &req, sizeof(req),
-			      0);
+	ret = vrdma_udata_check(ibmr->device, udata, __func__);
 	if (ret)
 		return ERR_PTR(ret);
 	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))

@@ -75,12 +75,10 @@ int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 {
 	struct vrdma_dev *vdev = to_vdev(ibmw->device);
 	struct vrdma_mw *mw = to_vmw(ibmw);
-	struct vrdma_uverbs_req req;
 	u32 slot;
 	int ret;
 
-	ret = vrdma_udata_req(ibmw->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibmw->device, udata, __func__);
 	if (ret)
 		return ret;
 	if (udata && udata->outlen)

@@ -992,13 +992,21 @@ static struct pernet_operations vrdma_net_ops = {
 };
 
 /**
- * vrdma_net_init() - start following namespace events
+ * vrdma_net_init() - start following namespace and netdev events
  *
  * Return: 0 or a negative errno.
  */
 int vrdma_net_init(void)
 {
-	return register_pernet_subsys(&vrdma_net_ops);
+	int err;
+
+	err = register_pernet_subsys(&vrdma_net_ops);
+	if (err)
+		return err;
+	err = vrdma_netdev_init();
+	if (err)
+		unregister_pernet_subsys(&vrdma_net_ops);
+	return err;
 }
 
 /**
@@ -1006,6 +1014,7 @@ int vrdma_net_init(void)
  */
 void vrdma_net_exit(void)
 {
+	vrdma_netdev_exit();
 	unregister_pernet_subsys(&vrdma_net_ops);
 	WARN_ON(!list_empty(&vrdma_nets));
 }

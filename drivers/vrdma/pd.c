@@ -20,11 +20,9 @@
 int vrdma_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct vrdma_dev *vdev = to_vdev(ibpd->device);
-	struct vrdma_uverbs_req req;
 	int ret;
 
-	ret = vrdma_udata_req(ibpd->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibpd->device, udata, __func__);
 	if (ret)
 		return ret;
 	if (atomic_inc_return(&vdev->num_pd) > VRDMA_MAX_PD) {

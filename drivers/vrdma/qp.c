@@ -272,12 +272,10 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_create_qp_resp resp = {};
 	struct vrdma_ucontext *uc;
-	struct vrdma_uverbs_req req;
 	u32 qpn;
 	int ret;
 
-	ret = vrdma_udata_req(ibqp->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibqp->device, udata, __func__);
 	if (ret)
 		return ret;
 	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
@@ -484,11 +482,9 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_rd_atomic *res = NULL;
 	enum ib_qp_state cur, new;
-	struct vrdma_uverbs_req req;
 	int ret;
 
-	ret = vrdma_udata_req(ibqp->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibqp->device, udata, __func__);
 	if (ret)
 		return ret;
 	if (mask & ~IB_QP_ATTR_STANDARD_BITS)

@@ -57,12 +57,10 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct vrdma_create_srq_resp resp = {};
 	struct ib_srq_attr *attr = &init->attr;
 	struct vrdma_ucontext *uc;
-	struct vrdma_uverbs_req req;
 	u32 n, stride;
 	int ret;
 
-	ret = vrdma_udata_req(ibsrq->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibsrq->device, udata, __func__);
 	if (ret)
 		return ret;
 	if (init->srq_type != IB_SRQT_BASIC)
@@ -129,11 +127,9 @@ int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct vrdma_srq *srq = to_vsrq(ibsrq);
-	struct vrdma_uverbs_req req;
 	int ret;
 
-	ret = vrdma_udata_req(ibsrq->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibsrq->device, udata, __func__);
 	if (ret)
 		return ret;
 	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))

@@ -73,6 +73,23 @@ int vrdma_udata_req(struct ib_device *ibdev, struct ib_udata *udata,
 }
 
 /**
+ * vrdma_udata_check() - vrdma_udata_req() for a verb whose request has
+ *	nothing beyond struct vrdma_uverbs_req yet
+ * @ibdev: the device the verb is for
+ * @udata: the verb's udata; NULL for a kernel consumer
+ * @verb: the verb's name, for the message of a refusal
+ *
+ * Return: as vrdma_udata_req().
+ */
+int vrdma_udata_check(struct ib_device *ibdev, struct ib_udata *udata,
+		      const char *verb)
+{
+	struct vrdma_uverbs_req req;
+
+	return vrdma_udata_req(ibdev, udata, verb, &req, sizeof(req), 0);
+}
+
+/**
  * vrdma_alloc_ucontext() - open a context for a process
  * @ibuc: ib_core's context, embedded in ours
  * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); carries
@@ -85,11 +102,9 @@ int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	struct vrdma_alloc_ucontext_resp resp = {
 		.abi_version = VRDMA_UVERBS_ABI_VERSION,
 	};
-	struct vrdma_uverbs_req req;
 	int ret;
 
-	ret = vrdma_udata_req(ibuc->device, udata, __func__, &req,
-			      sizeof(req), 0);
+	ret = vrdma_udata_check(ibuc->device, udata, __func__);
 	if (ret)
 		return ret;
 	if (udata->outlen < sizeof(resp))

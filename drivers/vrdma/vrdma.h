@@ -705,6 +705,8 @@ extern const struct ib_device_ops vrdma_restrack_ops;
 int vrdma_udata_req(struct ib_device *ibdev, struct ib_udata *udata,
 		    const char *verb, struct vrdma_uverbs_req *req, size_t size,
 		    u32 comp_known);
+int vrdma_udata_check(struct ib_device *ibdev, struct ib_udata *udata,
+		      const char *verb);
 int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);
 void vrdma_dealloc_ucontext(struct ib_ucontext *ibuc);
 void vrdma_disassociate_ucontext(struct ib_ucontext *ibuc);

@@ -185,6 +185,22 @@ struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 	return NULL;
 }
 
+/* The oldest WQE fails with @status: its QP goes to error (completer). */
+static void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
+{
+	struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+
+	vrdma_qp_assert_owned(qp);
+
+	if (qp->sq.kidx == qp->req.fetch)
+		return;
+	if (qp->req.cur == qp->sq.kidx) {
+		qp->req.cur++;
+		qp->req.offset = 0;
+	}
+	vrdma_complete_swqe(qp, swqe, status);
+}
+
 /**
  * vrdma_retry() - resend from @psn after a loss, within the retry budget
  * @qp: the QP, engines owned
@@ -225,21 +241,6 @@ void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout)
 		vrdma_retrans_arm(qp);	/* nothing to resend: keep watching */
 	else if (timeout)
 		qp->req.probe = true;
-}
-
-void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
-{
-	struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
-
-	vrdma_qp_assert_owned(qp);
-
-	if (qp->sq.kidx == qp->req.fetch)
-		return;
-	if (qp->req.cur == qp->sq.kidx) {
-		qp->req.cur++;
-		qp->req.offset = 0;
-	}
-	vrdma_complete_swqe(qp, swqe, status);
 }
 
 static void vrdma_rnr_nak(struct vrdma_qp *qp, u32 psn, u8 timer)

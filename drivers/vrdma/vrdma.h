@@ -933,7 +933,6 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 void vrdma_retrans_arm(struct vrdma_qp *qp);
 void vrdma_req_progress(struct vrdma_qp *qp);
 void vrdma_timed_out(struct vrdma_qp *qp);
-void vrdma_fail_head(struct vrdma_qp *qp, u8 status);
 struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
 void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout);
 /* loopback.c: RC messages between QPs of this host, without packets */

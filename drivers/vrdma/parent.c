@@ -159,7 +159,7 @@ void vrdma_parent_destroy(struct vrdma_dev *vdev)
 /* The class of the parents, /sys/class/vrdma; ib_core's messages name it. */
 int vrdma_parent_init(void)
 {
-	vrdma_class = class_create(THIS_MODULE, "vrdma");
+	vrdma_class = vrdma_class_create("vrdma");
 	return PTR_ERR_OR_ZERO(vrdma_class);
 }
 

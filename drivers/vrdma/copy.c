@@ -19,7 +19,6 @@
 #include <linux/ktime.h>
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
-#include <asm/unaligned.h>
 
 #include "vrdma.h"
 

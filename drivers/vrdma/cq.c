@@ -32,15 +32,17 @@ static struct vrdma_ucontext *vrdma_cq_ucontext(struct ib_udata *udata)
  * vrdma_create_cq() - create a CQ with room for at least attr->cqe CQEs
  * @ibcq: ib_core's CQ, embedded in ours
  * @attr: size and flags
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
- *	response carries struct vrdma_create_cq_resp
+ * @attrs: holds the udata (compat.h): the request, struct vrdma_uverbs_req
+ *	(vrdma_udata_check()); the response carries struct
+ *	vrdma_create_cq_resp
  *
  * Return: 0, -EINVAL for a bad size, -EOPNOTSUPP for flags, -ENOMEM past
  * max_cq.
  */
 int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct ib_udata *udata)
+		    VRDMA_CQ_ATTRS *attrs)
 {
+	struct ib_udata *udata = vrdma_cq_udata(attrs);
 	struct vrdma_dev *vdev = to_vdev(ibcq->device);
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	struct vrdma_create_cq_resp resp = {};

@@ -834,10 +834,7 @@ static int vrdma_udp_sock(struct net *net, struct vrdma_net *vn, bool ipv6,
 		return err;
 	/* Our multicast is looped inside the driver (vrdma_mcast_loop()). */
 	lock_sock((*sockp)->sk);
-	if (ipv6)
-		inet6_sk((*sockp)->sk)->mc_loop = 0;
-	else
-		inet_sk((*sockp)->sk)->mc_loop = 0;
+	vrdma_sock_no_mc_loop((*sockp)->sk, ipv6);
 	release_sock((*sockp)->sk);
 	setup_udp_tunnel_sock(net, *sockp, &tnl_cfg);
 	return 0;

@@ -179,7 +179,7 @@ ATTRIBUTE_GROUPS(vrdma_parent);
 /* The class of the parents, /sys/class/vrdma; ib_core's messages name it. */
 int vrdma_parent_init(void)
 {
-	vrdma_class = class_create(THIS_MODULE, "vrdma");
+	vrdma_class = vrdma_class_create("vrdma");
 	if (IS_ERR(vrdma_class))
 		return PTR_ERR(vrdma_class);
 	vrdma_class->dev_groups = vrdma_parent_groups;

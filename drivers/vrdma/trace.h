@@ -128,7 +128,7 @@ TRACE_EVENT(vrdma_doorbell,
 		__field(u32, cons)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		/* The SQ's producer index as the process left it. */
 		__entry->prod = READ_ONCE(qp->sq.ring->prod);
@@ -153,7 +153,7 @@ TRACE_EVENT(vrdma_sq_wqe,
 		__field(u32, length)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->idx = idx;
 		__entry->wr_id = swqe->wqe->wr_id;
@@ -184,7 +184,7 @@ TRACE_EVENT(vrdma_rq_wqe,
 		__field(bool, srq)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->srq = !!qp->srq;
 		/* The index of the slot just taken. */
@@ -214,7 +214,7 @@ TRACE_EVENT(vrdma_req_pkt,
 		__field(u32, paylen)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->dqpn = qp->attr.dest_qp_num;
 		__entry->wr_id = swqe->wqe->wr_id;
@@ -243,7 +243,7 @@ DECLARE_EVENT_CLASS(vrdma_packet,
 	TP_fast_assign(
 		const struct vrdma_bth *bth = vrdma_bth(skb);
 
-		__assign_str(dev, dev_name(&vdev->ibdev.dev));
+		vrdma_assign_str(dev, dev_name(&vdev->ibdev.dev));
 		__entry->opcode = bth->opcode;
 		__entry->qpn = be32_to_cpu(bth->qpn) & VRDMA_BTH_QPN_MASK;
 		__entry->psn = be32_to_cpu(bth->apsn) & VRDMA_BTH_PSN_MASK;
@@ -282,7 +282,7 @@ TRACE_EVENT(vrdma_resp_pkt,
 		__field(int, diff)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->opcode = vrdma_pkt(skb)->opcode;
 		__entry->psn = vrdma_pkt(skb)->psn;
@@ -312,7 +312,7 @@ TRACE_EVENT(vrdma_key_check,
 		__field(int, ret)
 	),
 	TP_fast_assign(
-		__assign_str(dev, dev_name(&mr->ibmr.device->dev));
+		vrdma_assign_str(dev, dev_name(&mr->ibmr.device->dev));
 		__entry->key = key;
 		__entry->iova = iova;
 		__entry->offset = iova - mr->iova;
@@ -346,7 +346,7 @@ TRACE_EVENT(vrdma_atomic,
 		__field(u64, orig)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->opcode = opcode;
 		__entry->va = va;
@@ -372,7 +372,7 @@ TRACE_EVENT(vrdma_ack_xmit,
 		__field(u8, syndrome)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->dqpn = qp->attr.dest_qp_num;
 		__entry->psn = psn;
@@ -401,7 +401,7 @@ TRACE_EVENT(vrdma_comp_pkt,
 	TP_fast_assign(
 		struct vrdma_pkt *pkt = vrdma_pkt(skb);
 
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->opcode = pkt->opcode;
 		__entry->aeth = !!(pkt->mask & VRDMA_OPF_AETH);
@@ -431,7 +431,7 @@ TRACE_EVENT(vrdma_retry,
 		__field(bool, timeout)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->psn = psn;
 		__entry->retry = qp->req.retry;
@@ -456,7 +456,7 @@ TRACE_EVENT(vrdma_cqe,
 		__field(u32, byte_len)
 	),
 	TP_fast_assign(
-		__assign_str(dev, dev_name(&cq->ibcq.device->dev));
+		vrdma_assign_str(dev, dev_name(&cq->ibcq.device->dev));
 		__entry->cqn = cq->ibcq.res.id;
 		/* The slot just written; the process polls it from there. */
 		__entry->idx = cq->queue.kidx - 1;
@@ -481,7 +481,7 @@ DECLARE_EVENT_CLASS(vrdma_cq_class,
 		__field(int, flags)
 	),
 	TP_fast_assign(
-		__assign_str(dev, dev_name(&cq->ibcq.device->dev));
+		vrdma_assign_str(dev, dev_name(&cq->ibcq.device->dev));
 		__entry->cqn = cq->ibcq.res.id;
 		__entry->flags = flags;
 	),
@@ -522,7 +522,7 @@ TRACE_EVENT(vrdma_loopback_msg,
 		__field(u8, status)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->dqpn = dqpn;
 		__entry->wr_id = swqe->wqe->wr_id;
@@ -547,7 +547,7 @@ TRACE_EVENT(vrdma_qp_error,
 		__field(int, event)
 	),
 	TP_fast_assign(
-		__assign_str(dev, vrdma_qp_dev(qp));
+		vrdma_assign_str(dev, vrdma_qp_dev(qp));
 		__entry->qpn = qp->ibqp.qp_num;
 		__entry->event = event;
 	),

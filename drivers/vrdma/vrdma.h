@@ -68,6 +68,7 @@
 #include <rdma/ib_umem.h>
 #include <rdma/vrdma-abi.h>
 
+#include "compat.h"
 #include "param.h"
 #include "transport.h"
 
@@ -803,7 +804,7 @@ void vrdma_sq_want_doorbell(struct vrdma_qp *qp);
 
 /* cq.c */
 int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct ib_udata *udata);
+		    VRDMA_CQ_ATTRS *attrs);
 int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);

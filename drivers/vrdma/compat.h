@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The kernel interfaces that differ between the kernels vrdma builds for:
+ * Linux 6.1 (Debian 12) and 6.12 (Debian 13, bookworm-backports).  Each
+ * difference is bridged here, keyed on the release that made the change,
+ * so that the rest of the driver is written once, against the newer
+ * interface where that is simple, else through a vrdma_ wrapper:
+ *
+ *   6.4   class_create() lost its module argument     vrdma_class_create()
+ *   6.7   the sockets' mc_loop bits became flags      vrdma_sock_no_mc_loop()
+ *   6.10  __assign_str() lost its source argument     vrdma_assign_str()
+ *   6.11  create_cq gets a uverbs_attr_bundle         VRDMA_CQ_ATTRS,
+ *         (its driver_udata is the former udata)      vrdma_cq_udata()
+ *   6.12  asm/unaligned.h moved to linux/unaligned.h  include compat.h
+ */
+#ifndef VRDMA_COMPAT_H
+#define VRDMA_COMPAT_H
+
+#include <linux/device.h>
+#include <linux/ipv6.h>
+#include <linux/version.h>
+#include <net/inet_sock.h>
+#include <rdma/ib_verbs.h>
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
+#define vrdma_class_create(name) class_create(name)
+#else
+#define vrdma_class_create(name) class_create(THIS_MODULE, name)
+#endif
+
+/* Turn off IP's loopback of the socket's own multicast; sk is locked. */
+static inline void vrdma_sock_no_mc_loop(struct sock *sk, bool ipv6)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
+	if (ipv6)
+		inet6_clear_bit(MC6_LOOP, sk);
+	else
+		inet_clear_bit(MC_LOOP, sk);
+#else
+	if (ipv6)
+		inet6_sk(sk)->mc_loop = 0;
+	else
+		inet_sk(sk)->mc_loop = 0;
+#endif
+}
+
+/* In a TRACE_EVENT's TP_fast_assign: copy the string __string() named. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+#define vrdma_assign_str(dst, src) __assign_str(dst)
+#else
+#define vrdma_assign_str(dst, src) __assign_str(dst, src)
+#endif
+
+/*
+ * The last argument of ib_device_ops.create_cq, and the udata in it (NULL
+ * for a kernel CQ: ib_alloc_cq() passes no bundle).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 11, 0)
+#include <rdma/uverbs_ioctl.h>
+
+#define VRDMA_CQ_ATTRS struct uverbs_attr_bundle
+
+static inline struct ib_udata *vrdma_cq_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+#else
+#define VRDMA_CQ_ATTRS struct ib_udata
+
+static inline struct ib_udata *vrdma_cq_udata(struct ib_udata *udata)
+{
+	return udata;
+}
+#endif
+
+#endif /* VRDMA_COMPAT_H */

@@ -92,8 +92,8 @@ static LIST_HEAD(vrdma_nets);
  * sender's address from.
  *
  * The checks are one sequence, in the order the headers come, each
- * relying on the ones before it: kept whole, so that nothing is believed
- * before it is checked can be seen at a glance.
+ * relying on the ones before it: kept whole, so that one sees at a glance
+ * that nothing is believed before it is checked.
  *
  * Context: softirq from the wire; the sender's context when @local.
  * Consumes @skb.

@@ -246,11 +246,14 @@ static void vrdma_loopback_sent(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
  * The responder executed the message: its expected PSN and MSN move on as
  * after the message's last packet; @opcode is the one it remembers for the
  * opcode sequence check (a whole message: an ONLY, a READ or an ATOMIC).
+ * The message's PSNs are those vrdma_loopback_sent() gave it.
  */
 static void vrdma_loopback_executed(struct vrdma_qp *dqp,
 				    struct vrdma_swqe *swqe, u8 opcode)
 {
-	vrdma_resp_advance(dqp, vrdma_loopback_npsn(dqp, swqe), true);
+	u32 npsn = vrdma_psn_diff(swqe->last_psn, swqe->first_psn) + 1;
+
+	vrdma_resp_advance(dqp, npsn, true);
 	dqp->resp.opcode = opcode;
 	dqp->resp.nak_sent = false;
 }

@@ -61,7 +61,7 @@
  *
  * Wakeups: a packet queued while the mutex holder is draining qp->rx is
  * taken in by that holder before it lets go (qp->draining and its
- * barriers, vrdma_qp_queue_rx(), vrdma_qp_drained()); otherwise its sender
+ * barriers: vrdma_qp_drain(), vrdma_qp_queue_rx()); otherwise its sender
  * queues the tasklet or the task.
  *
  * Lock order, outermost first:
@@ -401,6 +401,23 @@ static void vrdma_qp_drained(struct vrdma_qp *qp)
 }
 
 /*
+ * Up to @rounds runs while work or packets remain, the mutex held: packets
+ * queued meanwhile are taken in by this holder (qp->draining) rather than
+ * queueing the task.  Returns true if work is left that needs another run.
+ */
+static bool vrdma_qp_drain(struct vrdma_qp *qp, int rounds)
+{
+	bool again;
+
+	WRITE_ONCE(qp->draining, true);
+	do {
+		again = vrdma_qp_run(qp);
+	} while (--rounds && (again || !skb_queue_empty(&qp->rx)));
+	vrdma_qp_drained(qp);
+	return again;
+}
+
+/*
  * After a run that let go of the mutex: the rest of its work continues at
  * normal priority; packets that came in meanwhile have queued the task
  * themselves (this makes sure of it).
@@ -423,9 +440,7 @@ static void vrdma_qp_do_task(struct vrdma_qp *qp)
 		vrdma_qp_unlock(qp);
 		return;
 	}
-	WRITE_ONCE(qp->draining, true);
-	again = vrdma_qp_run(qp);
-	vrdma_qp_drained(qp);
+	again = vrdma_qp_drain(qp, 1);
 	vrdma_qp_unlock(qp);
 
 	/* More to do: run again after others had their turn. */
@@ -532,21 +547,13 @@ static void vrdma_retrans_timer(struct timer_list *t)
 void vrdma_qp_doorbell(struct vrdma_qp *qp)
 {
 	bool again = false;
-	int rounds;
 
 	if (!vrdma_qp_trylock(qp)) {
 		vrdma_qp_schedule(qp);
 		return;
 	}
-	if (!qp->destroyed) {
-		WRITE_ONCE(qp->draining, true);
-		for (rounds = 0; rounds < VRDMA_DOORBELL_ROUNDS; rounds++) {
-			again = vrdma_qp_run(qp);
-			if (!again && skb_queue_empty(&qp->rx))
-				break;
-		}
-		vrdma_qp_drained(qp);
-	}
+	if (!qp->destroyed)
+		again = vrdma_qp_drain(qp, VRDMA_DOORBELL_ROUNDS);
 	vrdma_qp_unlock(qp);
 	vrdma_qp_after_run(qp, again);
 }

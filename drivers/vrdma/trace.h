@@ -119,387 +119,335 @@
 #define vrdma_qp_dev(qp)	dev_name(&(qp)->ibqp.device->dev)
 
 TRACE_EVENT(vrdma_doorbell,
-	TP_PROTO(struct vrdma_qp *qp),
-	TP_ARGS(qp),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u32, prod)
-		__field(u32, cons)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		/* The SQ's producer index as the process left it. */
-		__entry->prod = READ_ONCE(qp->sq.ring->prod);
-		__entry->cons = qp->sq.kidx;
-	),
-	TP_printk("%s qpn=%u sq_prod=%u sq_cons=%u", __get_str(dev),
-		  __entry->qpn, __entry->prod, __entry->cons)
+	    TP_PROTO(struct vrdma_qp *qp),
+	    TP_ARGS(qp),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u32, prod)
+			     __field(u32, cons)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   /* The SQ's producer index as the process left it. */
+			   __entry->prod = READ_ONCE(qp->sq.ring->prod);
+			   __entry->cons = qp->sq.kidx;),
+	    TP_printk("%s qpn=%u sq_prod=%u sq_cons=%u", __get_str(dev),
+		      __entry->qpn, __entry->prod, __entry->cons)
 );
 
 TRACE_EVENT(vrdma_sq_wqe,
-	TP_PROTO(struct vrdma_qp *qp, u32 idx, struct vrdma_swqe *swqe),
-	TP_ARGS(qp, idx, swqe),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u32, idx)
-		__field(u64, wr_id)
-		__field(u8, opcode)
-		__field(u8, flags)
-		__field(u8, status)
-		__field(u32, num_sge)
-		__field(u32, length)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->idx = idx;
-		__entry->wr_id = swqe->wqe->wr_id;
-		__entry->opcode = swqe->wqe->opcode;
-		__entry->flags = swqe->wqe->flags;
-		__entry->status = swqe->status;
-		__entry->num_sge = swqe->wqe->flags & VRDMA_SEND_INLINE ? 0 :
-				   swqe->wqe->num_sge;
-		__entry->length = swqe->length;
-	),
-	TP_printk("%s qpn=%u sq_idx=%u wr_id=0x%llx opcode=%s num_sge=%u length=%u flags=0x%x check=%s",
-		  __get_str(dev), __entry->qpn, __entry->idx, __entry->wr_id,
-		  vrdma_show_wr_opcode(__entry->opcode), __entry->num_sge,
-		  __entry->length, __entry->flags,
-		  vrdma_show_wc_status(__entry->status))
+	    TP_PROTO(struct vrdma_qp *qp, u32 idx, struct vrdma_swqe *swqe),
+	    TP_ARGS(qp, idx, swqe),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u32, idx)
+			     __field(u64, wr_id)
+			     __field(u8, opcode)
+			     __field(u8, flags)
+			     __field(u8, status)
+			     __field(u32, num_sge)
+			     __field(u32, length)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->idx = idx;
+			   __entry->wr_id = swqe->wqe->wr_id;
+			   __entry->opcode = swqe->wqe->opcode;
+			   __entry->flags = swqe->wqe->flags;
+			   __entry->status = swqe->status;
+			   __entry->num_sge = swqe->wqe->flags & VRDMA_SEND_INLINE ? 0 :
+					      swqe->wqe->num_sge;
+			   __entry->length = swqe->length;),
+	    TP_printk("%s qpn=%u sq_idx=%u wr_id=0x%llx opcode=%s num_sge=%u length=%u flags=0x%x check=%s",
+		      __get_str(dev), __entry->qpn, __entry->idx, __entry->wr_id,
+		      vrdma_show_wr_opcode(__entry->opcode), __entry->num_sge,
+		      __entry->length, __entry->flags,
+		      vrdma_show_wc_status(__entry->status))
 );
 
 TRACE_EVENT(vrdma_rq_wqe,
-	TP_PROTO(struct vrdma_qp *qp),
-	TP_ARGS(qp),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u32, idx)
-		__field(u64, wr_id)
-		__field(u32, num_sge)
-		__field(u32, length)
-		__field(bool, srq)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->srq = !!qp->srq;
-		/* The index of the slot just taken. */
-		__entry->idx = (qp->srq ? qp->srq->queue.kidx : qp->rq.kidx) - 1;
-		__entry->wr_id = qp->rwqe.wqe->wr_id;
-		__entry->num_sge = qp->rwqe.wqe->num_sge;
-		__entry->length = qp->rwqe.length;
-	),
-	TP_printk("%s qpn=%u %s_idx=%u wr_id=0x%llx num_sge=%u length=%u",
-		  __get_str(dev), __entry->qpn, __entry->srq ? "srq" : "rq",
-		  __entry->idx, __entry->wr_id, __entry->num_sge,
-		  __entry->length)
+	    TP_PROTO(struct vrdma_qp *qp),
+	    TP_ARGS(qp),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u32, idx)
+			     __field(u64, wr_id)
+			     __field(u32, num_sge)
+			     __field(u32, length)
+			     __field(bool, srq)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->srq = !!qp->srq;
+			   /* The index of the slot just taken. */
+			   __entry->idx = (qp->srq ? qp->srq->queue.kidx : qp->rq.kidx) - 1;
+			   __entry->wr_id = qp->rwqe.wqe->wr_id;
+			   __entry->num_sge = qp->rwqe.wqe->num_sge;
+			   __entry->length = qp->rwqe.length;),
+	    TP_printk("%s qpn=%u %s_idx=%u wr_id=0x%llx num_sge=%u length=%u",
+		      __get_str(dev), __entry->qpn, __entry->srq ? "srq" : "rq",
+		      __entry->idx, __entry->wr_id, __entry->num_sge,
+		      __entry->length)
 );
 
 TRACE_EVENT(vrdma_req_pkt,
-	TP_PROTO(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
-		 struct sk_buff *skb, u32 psn, u32 offset),
-	TP_ARGS(qp, swqe, skb, psn, offset),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u32, dqpn)
-		__field(u64, wr_id)
-		__field(u8, opcode)
-		__field(u32, psn)
-		__field(u32, offset)
-		__field(u32, paylen)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->dqpn = qp->attr.dest_qp_num;
-		__entry->wr_id = swqe->wqe->wr_id;
-		__entry->opcode = vrdma_pkt(skb)->opcode;
-		__entry->psn = psn;
-		__entry->offset = offset;
-		__entry->paylen = vrdma_pkt(skb)->paylen;
-	),
-	TP_printk("%s qpn=%u wr_id=0x%llx opcode=%s psn=%u dest_qpn=%u offset=%u len=%u",
-		  __get_str(dev), __entry->qpn, __entry->wr_id,
-		  vrdma_show_bth_opcode(__entry->opcode), __entry->psn,
-		  __entry->dqpn, __entry->offset, __entry->paylen)
+	    TP_PROTO(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+		     struct sk_buff *skb, u32 psn, u32 offset),
+	    TP_ARGS(qp, swqe, skb, psn, offset),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u32, dqpn)
+			     __field(u64, wr_id)
+			     __field(u8, opcode)
+			     __field(u32, psn)
+			     __field(u32, offset)
+			     __field(u32, paylen)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->dqpn = qp->attr.dest_qp_num;
+			   __entry->wr_id = swqe->wqe->wr_id;
+			   __entry->opcode = vrdma_pkt(skb)->opcode;
+			   __entry->psn = psn;
+			   __entry->offset = offset;
+			   __entry->paylen = vrdma_pkt(skb)->paylen;),
+	    TP_printk("%s qpn=%u wr_id=0x%llx opcode=%s psn=%u dest_qpn=%u offset=%u len=%u",
+		      __get_str(dev), __entry->qpn, __entry->wr_id,
+		      vrdma_show_bth_opcode(__entry->opcode), __entry->psn,
+		      __entry->dqpn, __entry->offset, __entry->paylen)
 );
 
 DECLARE_EVENT_CLASS(vrdma_packet,
-	TP_PROTO(struct vrdma_dev *vdev, struct sk_buff *skb),
-	TP_ARGS(vdev, skb),
-	TP_STRUCT__entry(
-		__string(dev, dev_name(&vdev->ibdev.dev))
-		__field(u8, opcode)
-		__field(u32, qpn)
-		__field(u32, psn)
-		__field(u32, paylen)
-		__field(bool, ack_req)
-	),
-	TP_fast_assign(
-		const struct vrdma_bth *bth = vrdma_bth(skb);
+		    TP_PROTO(struct vrdma_dev *vdev, struct sk_buff *skb),
+		    TP_ARGS(vdev, skb),
+		    TP_STRUCT__entry(__string(dev, dev_name(&vdev->ibdev.dev))
+				     __field(u8, opcode)
+				     __field(u32, qpn)
+				     __field(u32, psn)
+				     __field(u32, paylen)
+				     __field(bool, ack_req)),
+		    TP_fast_assign(const struct vrdma_bth *bth = vrdma_bth(skb);
 
-		vrdma_assign_str(dev, dev_name(&vdev->ibdev.dev));
-		__entry->opcode = bth->opcode;
-		__entry->qpn = be32_to_cpu(bth->qpn) & VRDMA_BTH_QPN_MASK;
-		__entry->psn = be32_to_cpu(bth->apsn) & VRDMA_BTH_PSN_MASK;
-		__entry->ack_req = !!(be32_to_cpu(bth->apsn) &
-				      VRDMA_BTH_ACKREQ);
-		__entry->paylen = vrdma_pkt(skb)->paylen;
-	),
-	TP_printk("%s opcode=%s dest_qpn=%u psn=%u len=%u ackreq=%d",
-		  __get_str(dev), vrdma_show_bth_opcode(__entry->opcode),
-		  __entry->qpn, __entry->psn, __entry->paylen,
-		  __entry->ack_req)
+				   vrdma_assign_str(dev, dev_name(&vdev->ibdev.dev));
+				   __entry->opcode = bth->opcode;
+				   __entry->qpn = be32_to_cpu(bth->qpn) & VRDMA_BTH_QPN_MASK;
+				   __entry->psn = be32_to_cpu(bth->apsn) & VRDMA_BTH_PSN_MASK;
+				   __entry->ack_req = !!(be32_to_cpu(bth->apsn) &
+							 VRDMA_BTH_ACKREQ);
+				   __entry->paylen = vrdma_pkt(skb)->paylen;),
+		    TP_printk("%s opcode=%s dest_qpn=%u psn=%u len=%u ackreq=%d",
+			      __get_str(dev), vrdma_show_bth_opcode(__entry->opcode),
+			      __entry->qpn, __entry->psn, __entry->paylen,
+			      __entry->ack_req)
 );
 
 /* A packet handed to the IP stack (or to a local device). */
 DEFINE_EVENT(vrdma_packet, vrdma_xmit,
-	TP_PROTO(struct vrdma_dev *vdev, struct sk_buff *skb),
-	TP_ARGS(vdev, skb)
+	     TP_PROTO(struct vrdma_dev *vdev, struct sk_buff *skb),
+	     TP_ARGS(vdev, skb)
 );
 
 /* A packet that passed vrdma_rcv()'s checks, queued to its QP. */
 DEFINE_EVENT(vrdma_packet, vrdma_rcv,
-	TP_PROTO(struct vrdma_dev *vdev, struct sk_buff *skb),
-	TP_ARGS(vdev, skb)
+	     TP_PROTO(struct vrdma_dev *vdev, struct sk_buff *skb),
+	     TP_ARGS(vdev, skb)
 );
 
 TRACE_EVENT(vrdma_resp_pkt,
-	TP_PROTO(struct vrdma_qp *qp, struct sk_buff *skb, u32 expected),
-	TP_ARGS(qp, skb, expected),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u8, opcode)
-		__field(u32, psn)
-		__field(u32, expected)
-		__field(u32, paylen)
-		__field(int, diff)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->opcode = vrdma_pkt(skb)->opcode;
-		__entry->psn = vrdma_pkt(skb)->psn;
-		__entry->expected = expected;
-		__entry->paylen = vrdma_pkt(skb)->paylen;
-		__entry->diff = vrdma_psn_diff(vrdma_pkt(skb)->psn, expected);
-	),
-	TP_printk("%s qpn=%u opcode=%s psn=%u expected=%u len=%u %s",
-		  __get_str(dev), __entry->qpn,
-		  vrdma_show_bth_opcode(__entry->opcode), __entry->psn,
-		  __entry->expected, __entry->paylen,
-		  !__entry->diff ? "in-order" :
-		  __entry->diff < 0 ? "duplicate" : "sequence-error")
+	    TP_PROTO(struct vrdma_qp *qp, struct sk_buff *skb, u32 expected),
+	    TP_ARGS(qp, skb, expected),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u8, opcode)
+			     __field(u32, psn)
+			     __field(u32, expected)
+			     __field(u32, paylen)
+			     __field(int, diff)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->opcode = vrdma_pkt(skb)->opcode;
+			   __entry->psn = vrdma_pkt(skb)->psn;
+			   __entry->expected = expected;
+			   __entry->paylen = vrdma_pkt(skb)->paylen;
+			   __entry->diff = vrdma_psn_diff(vrdma_pkt(skb)->psn, expected);),
+	    TP_printk("%s qpn=%u opcode=%s psn=%u expected=%u len=%u %s",
+		      __get_str(dev), __entry->qpn,
+		      vrdma_show_bth_opcode(__entry->opcode), __entry->psn,
+		      __entry->expected, __entry->paylen,
+		      !__entry->diff ? "in-order" :
+		      __entry->diff < 0 ? "duplicate" : "sequence-error")
 );
 
 TRACE_EVENT(vrdma_key_check,
-	TP_PROTO(struct vrdma_mr *mr, u32 key, u64 iova, u64 length,
-		 int access, int ret),
-	TP_ARGS(mr, key, iova, length, access, ret),
-	TP_STRUCT__entry(
-		__string(dev, dev_name(&mr->ibmr.device->dev))
-		__field(u32, key)
-		__field(u64, iova)
-		__field(u64, offset)
-		__field(u64, length)
-		__field(int, access)
-		__field(int, ret)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, dev_name(&mr->ibmr.device->dev));
-		__entry->key = key;
-		__entry->iova = iova;
-		__entry->offset = iova - mr->iova;
-		__entry->length = length;
-		__entry->access = access;
-		__entry->ret = ret;
-	),
-	TP_printk("%s key=0x%x iova=0x%llx mr_offset=%llu len=%llu access=%s %s",
-		  __get_str(dev), __entry->key, __entry->iova, __entry->offset,
-		  __entry->length,
-		  __print_flags(__entry->access, "|",
-				{ IB_ACCESS_LOCAL_WRITE, "LOCAL_WRITE" },
-				{ IB_ACCESS_REMOTE_WRITE, "REMOTE_WRITE" },
-				{ IB_ACCESS_REMOTE_READ, "REMOTE_READ" },
-				{ IB_ACCESS_REMOTE_ATOMIC, "REMOTE_ATOMIC" }),
-		  __entry->ret == -EACCES ? "refused(pd/rights)" :
-		  __entry->ret ? "refused(range)" : "ok")
+	    TP_PROTO(struct vrdma_mr *mr, u32 key, u64 iova, u64 length,
+		     int access, int ret),
+	    TP_ARGS(mr, key, iova, length, access, ret),
+	    TP_STRUCT__entry(__string(dev, dev_name(&mr->ibmr.device->dev))
+			     __field(u32, key)
+			     __field(u64, iova)
+			     __field(u64, offset)
+			     __field(u64, length)
+			     __field(int, access)
+			     __field(int, ret)),
+	    TP_fast_assign(vrdma_assign_str(dev, dev_name(&mr->ibmr.device->dev));
+			   __entry->key = key;
+			   __entry->iova = iova;
+			   __entry->offset = iova - mr->iova;
+			   __entry->length = length;
+			   __entry->access = access;
+			   __entry->ret = ret;),
+	    TP_printk("%s key=0x%x iova=0x%llx mr_offset=%llu len=%llu access=%s %s",
+		      __get_str(dev), __entry->key, __entry->iova, __entry->offset,
+		      __entry->length,
+		      __print_flags(__entry->access, "|",
+				    { IB_ACCESS_LOCAL_WRITE, "LOCAL_WRITE" },
+				    { IB_ACCESS_REMOTE_WRITE, "REMOTE_WRITE" },
+				    { IB_ACCESS_REMOTE_READ, "REMOTE_READ" },
+				    { IB_ACCESS_REMOTE_ATOMIC, "REMOTE_ATOMIC" }),
+		      __entry->ret == -EACCES ? "refused(pd/rights)" :
+		      __entry->ret ? "refused(range)" : "ok")
 );
 
 TRACE_EVENT(vrdma_atomic,
-	TP_PROTO(struct vrdma_qp *qp, u8 opcode, u64 va, u64 compare,
-		 u64 swap_add, u64 orig),
-	TP_ARGS(qp, opcode, va, compare, swap_add, orig),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u8, opcode)
-		__field(u64, va)
-		__field(u64, compare)
-		__field(u64, swap_add)
-		__field(u64, orig)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->opcode = opcode;
-		__entry->va = va;
-		__entry->compare = compare;
-		__entry->swap_add = swap_add;
-		__entry->orig = orig;
-	),
-	TP_printk("%s qpn=%u %s va=0x%llx compare=0x%llx swap_add=0x%llx orig=0x%llx",
-		  __get_str(dev), __entry->qpn,
-		  vrdma_show_bth_opcode(__entry->opcode), __entry->va,
-		  __entry->compare, __entry->swap_add, __entry->orig)
+	    TP_PROTO(struct vrdma_qp *qp, u8 opcode, u64 va, u64 compare,
+		     u64 swap_add, u64 orig),
+	    TP_ARGS(qp, opcode, va, compare, swap_add, orig),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u8, opcode)
+			     __field(u64, va)
+			     __field(u64, compare)
+			     __field(u64, swap_add)
+			     __field(u64, orig)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->opcode = opcode;
+			   __entry->va = va;
+			   __entry->compare = compare;
+			   __entry->swap_add = swap_add;
+			   __entry->orig = orig;),
+	    TP_printk("%s qpn=%u %s va=0x%llx compare=0x%llx swap_add=0x%llx orig=0x%llx",
+		      __get_str(dev), __entry->qpn,
+		      vrdma_show_bth_opcode(__entry->opcode), __entry->va,
+		      __entry->compare, __entry->swap_add, __entry->orig)
 );
 
 TRACE_EVENT(vrdma_ack_xmit,
-	TP_PROTO(struct vrdma_qp *qp, u32 psn, u8 syndrome),
-	TP_ARGS(qp, psn, syndrome),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u32, dqpn)
-		__field(u32, psn)
-		__field(u32, msn)
-		__field(u8, syndrome)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->dqpn = qp->attr.dest_qp_num;
-		__entry->psn = psn;
-		__entry->msn = qp->resp.msn;
-		__entry->syndrome = syndrome;
-	),
-	TP_printk("%s qpn=%u %s psn=%u msn=%u code=0x%x dest_qpn=%u",
-		  __get_str(dev), __entry->qpn,
-		  vrdma_show_syndrome(__entry->syndrome), __entry->psn,
-		  __entry->msn, __entry->syndrome & 0x1f, __entry->dqpn)
+	    TP_PROTO(struct vrdma_qp *qp, u32 psn, u8 syndrome),
+	    TP_ARGS(qp, psn, syndrome),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u32, dqpn)
+			     __field(u32, psn)
+			     __field(u32, msn)
+			     __field(u8, syndrome)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->dqpn = qp->attr.dest_qp_num;
+			   __entry->psn = psn;
+			   __entry->msn = qp->resp.msn;
+			   __entry->syndrome = syndrome;),
+	    TP_printk("%s qpn=%u %s psn=%u msn=%u code=0x%x dest_qpn=%u",
+		      __get_str(dev), __entry->qpn,
+		      vrdma_show_syndrome(__entry->syndrome), __entry->psn,
+		      __entry->msn, __entry->syndrome & 0x1f, __entry->dqpn)
 );
 
 TRACE_EVENT(vrdma_comp_pkt,
-	TP_PROTO(struct vrdma_qp *qp, struct sk_buff *skb),
-	TP_ARGS(qp, skb),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u8, opcode)
-		__field(u8, syndrome)
-		__field(bool, aeth)
-		__field(u32, psn)
-		__field(u32, una)
-		__field(u32, paylen)
-	),
-	TP_fast_assign(
-		struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	    TP_PROTO(struct vrdma_qp *qp, struct sk_buff *skb),
+	    TP_ARGS(qp, skb),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u8, opcode)
+			     __field(u8, syndrome)
+			     __field(bool, aeth)
+			     __field(u32, psn)
+			     __field(u32, una)
+			     __field(u32, paylen)),
+	    TP_fast_assign(struct vrdma_pkt *pkt = vrdma_pkt(skb);
 
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->opcode = pkt->opcode;
-		__entry->aeth = !!(pkt->mask & VRDMA_OPF_AETH);
-		__entry->syndrome = __entry->aeth ?
-			be32_to_cpu(((struct vrdma_aeth *)
-				     vrdma_ext(skb, VRDMA_OPF_AETH))->smsn) >>
-			VRDMA_AETH_SYN_SHIFT : 0;
-		__entry->psn = pkt->psn;
-		__entry->una = qp->req.una;
-		__entry->paylen = pkt->paylen;
-	),
-	TP_printk("%s qpn=%u opcode=%s %s psn=%u oldest_unacked=%u len=%u",
-		  __get_str(dev), __entry->qpn,
-		  vrdma_show_bth_opcode(__entry->opcode),
-		  __entry->aeth ? vrdma_show_syndrome(__entry->syndrome) : "-",
-		  __entry->psn, __entry->una, __entry->paylen)
+			   vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->opcode = pkt->opcode;
+			   __entry->aeth = !!(pkt->mask & VRDMA_OPF_AETH);
+			   __entry->syndrome = __entry->aeth ?
+				   be32_to_cpu(((struct vrdma_aeth *)
+						vrdma_ext(skb, VRDMA_OPF_AETH))->smsn) >>
+				   VRDMA_AETH_SYN_SHIFT : 0;
+			   __entry->psn = pkt->psn;
+			   __entry->una = qp->req.una;
+			   __entry->paylen = pkt->paylen;),
+	    TP_printk("%s qpn=%u opcode=%s %s psn=%u oldest_unacked=%u len=%u",
+		      __get_str(dev), __entry->qpn,
+		      vrdma_show_bth_opcode(__entry->opcode),
+		      __entry->aeth ? vrdma_show_syndrome(__entry->syndrome) : "-",
+		      __entry->psn, __entry->una, __entry->paylen)
 );
 
 TRACE_EVENT(vrdma_retry,
-	TP_PROTO(struct vrdma_qp *qp, u32 psn, bool timeout),
-	TP_ARGS(qp, psn, timeout),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u32, psn)
-		__field(u8, retry)
-		__field(bool, timeout)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->psn = psn;
-		__entry->retry = qp->req.retry;
-		__entry->timeout = timeout;
-	),
-	TP_printk("%s qpn=%u resend_from_psn=%u retries=%u cause=%s",
-		  __get_str(dev), __entry->qpn, __entry->psn, __entry->retry,
-		  __entry->timeout ? "timeout" : "nak")
+	    TP_PROTO(struct vrdma_qp *qp, u32 psn, bool timeout),
+	    TP_ARGS(qp, psn, timeout),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u32, psn)
+			     __field(u8, retry)
+			     __field(bool, timeout)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->psn = psn;
+			   __entry->retry = qp->req.retry;
+			   __entry->timeout = timeout;),
+	    TP_printk("%s qpn=%u resend_from_psn=%u retries=%u cause=%s",
+		      __get_str(dev), __entry->qpn, __entry->psn, __entry->retry,
+		      __entry->timeout ? "timeout" : "nak")
 );
 
 TRACE_EVENT(vrdma_cqe,
-	TP_PROTO(struct vrdma_cq *cq, const struct vrdma_cqe *cqe),
-	TP_ARGS(cq, cqe),
-	TP_STRUCT__entry(
-		__string(dev, dev_name(&cq->ibcq.device->dev))
-		__field(u32, cqn)
-		__field(u32, idx)
-		__field(u32, qpn)
-		__field(u64, wr_id)
-		__field(u8, status)
-		__field(u8, opcode)
-		__field(u32, byte_len)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, dev_name(&cq->ibcq.device->dev));
-		__entry->cqn = cq->ibcq.res.id;
-		/* The slot just written; the process polls it from there. */
-		__entry->idx = cq->queue.kidx - 1;
-		__entry->qpn = cqe->qp_num;
-		__entry->wr_id = cqe->wr_id;
-		__entry->status = cqe->status;
-		__entry->opcode = cqe->opcode;
-		__entry->byte_len = cqe->byte_len;
-	),
-	TP_printk("%s cq=%u cq_idx=%u qpn=%u wr_id=0x%llx status=%s opcode=%s byte_len=%u",
-		  __get_str(dev), __entry->cqn, __entry->idx, __entry->qpn,
-		  __entry->wr_id, vrdma_show_wc_status(__entry->status),
-		  vrdma_show_wc_opcode(__entry->opcode), __entry->byte_len)
+	    TP_PROTO(struct vrdma_cq *cq, const struct vrdma_cqe *cqe),
+	    TP_ARGS(cq, cqe),
+	    TP_STRUCT__entry(__string(dev, dev_name(&cq->ibcq.device->dev))
+			     __field(u32, cqn)
+			     __field(u32, idx)
+			     __field(u32, qpn)
+			     __field(u64, wr_id)
+			     __field(u8, status)
+			     __field(u8, opcode)
+			     __field(u32, byte_len)),
+	    TP_fast_assign(vrdma_assign_str(dev, dev_name(&cq->ibcq.device->dev));
+			   __entry->cqn = cq->ibcq.res.id;
+			   /* The slot just written; the process polls it from there. */
+			   __entry->idx = cq->queue.kidx - 1;
+			   __entry->qpn = cqe->qp_num;
+			   __entry->wr_id = cqe->wr_id;
+			   __entry->status = cqe->status;
+			   __entry->opcode = cqe->opcode;
+			   __entry->byte_len = cqe->byte_len;),
+	    TP_printk("%s cq=%u cq_idx=%u qpn=%u wr_id=0x%llx status=%s opcode=%s byte_len=%u",
+		      __get_str(dev), __entry->cqn, __entry->idx, __entry->qpn,
+		      __entry->wr_id, vrdma_show_wc_status(__entry->status),
+		      vrdma_show_wc_opcode(__entry->opcode), __entry->byte_len)
 );
 
 DECLARE_EVENT_CLASS(vrdma_cq_class,
-	TP_PROTO(struct vrdma_cq *cq, int flags),
-	TP_ARGS(cq, flags),
-	TP_STRUCT__entry(
-		__string(dev, dev_name(&cq->ibcq.device->dev))
-		__field(u32, cqn)
-		__field(int, flags)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, dev_name(&cq->ibcq.device->dev));
-		__entry->cqn = cq->ibcq.res.id;
-		__entry->flags = flags;
-	),
-	TP_printk("%s cq=%u %s", __get_str(dev), __entry->cqn,
-		  (__entry->flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
-		  "solicited" : "next")
+		    TP_PROTO(struct vrdma_cq *cq, int flags),
+		    TP_ARGS(cq, flags),
+		    TP_STRUCT__entry(__string(dev, dev_name(&cq->ibcq.device->dev))
+				     __field(u32, cqn)
+				     __field(int, flags)),
+		    TP_fast_assign(vrdma_assign_str(dev, dev_name(&cq->ibcq.device->dev));
+				   __entry->cqn = cq->ibcq.res.id;
+				   __entry->flags = flags;),
+		    TP_printk("%s cq=%u %s", __get_str(dev), __entry->cqn,
+			      (__entry->flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+			      "solicited" : "next")
 );
 
 /* ibv_req_notify_cq: wake me at the next (solicited) completion. */
 DEFINE_EVENT(vrdma_cq_class, vrdma_cq_arm,
-	TP_PROTO(struct vrdma_cq *cq, int flags),
-	TP_ARGS(cq, flags)
+	     TP_PROTO(struct vrdma_cq *cq, int flags),
+	     TP_ARGS(cq, flags)
 );
 
 /* The armed CQ's completion channel is woken (ibv_get_cq_event returns). */
 DEFINE_EVENT(vrdma_cq_class, vrdma_cq_notify,
-	TP_PROTO(struct vrdma_cq *cq, int flags),
-	TP_ARGS(cq, flags)
+	     TP_PROTO(struct vrdma_cq *cq, int flags),
+	     TP_ARGS(cq, flags)
 );
 
 /*
@@ -507,52 +455,44 @@ DEFINE_EVENT(vrdma_cq_class, vrdma_cq_notify,
  * copy; @npsn PSNs from @psn consumed on both QPs.
  */
 TRACE_EVENT(vrdma_loopback_msg,
-	TP_PROTO(struct vrdma_qp *qp, struct vrdma_swqe *swqe, u32 dqpn,
-		 u32 psn, u32 npsn, u8 status),
-	TP_ARGS(qp, swqe, dqpn, psn, npsn, status),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(u32, dqpn)
-		__field(u64, wr_id)
-		__field(u8, opcode)
-		__field(u32, psn)
-		__field(u32, npsn)
-		__field(u32, length)
-		__field(u8, status)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->dqpn = dqpn;
-		__entry->wr_id = swqe->wqe->wr_id;
-		__entry->opcode = swqe->wqe->opcode;
-		__entry->psn = psn;
-		__entry->npsn = npsn;
-		__entry->length = swqe->length;
-		__entry->status = status;
-	),
-	TP_printk("%s qpn=%u wr_id=0x%llx wr_opcode=%u dest_qpn=%u psn=%u npsn=%u len=%u status=%u",
-		  __get_str(dev), __entry->qpn, __entry->wr_id,
-		  __entry->opcode, __entry->dqpn, __entry->psn,
-		  __entry->npsn, __entry->length, __entry->status)
+	    TP_PROTO(struct vrdma_qp *qp, struct vrdma_swqe *swqe, u32 dqpn,
+		     u32 psn, u32 npsn, u8 status),
+	    TP_ARGS(qp, swqe, dqpn, psn, npsn, status),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(u32, dqpn)
+			     __field(u64, wr_id)
+			     __field(u8, opcode)
+			     __field(u32, psn)
+			     __field(u32, npsn)
+			     __field(u32, length)
+			     __field(u8, status)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->dqpn = dqpn;
+			   __entry->wr_id = swqe->wqe->wr_id;
+			   __entry->opcode = swqe->wqe->opcode;
+			   __entry->psn = psn;
+			   __entry->npsn = npsn;
+			   __entry->length = swqe->length;
+			   __entry->status = status;),
+	    TP_printk("%s qpn=%u wr_id=0x%llx wr_opcode=%u dest_qpn=%u psn=%u npsn=%u len=%u status=%u",
+		      __get_str(dev), __entry->qpn, __entry->wr_id,
+		      __entry->opcode, __entry->dqpn, __entry->psn,
+		      __entry->npsn, __entry->length, __entry->status)
 );
 
 TRACE_EVENT(vrdma_qp_error,
-	TP_PROTO(struct vrdma_qp *qp, int event),
-	TP_ARGS(qp, event),
-	TP_STRUCT__entry(
-		__string(dev, vrdma_qp_dev(qp))
-		__field(u32, qpn)
-		__field(int, event)
-	),
-	TP_fast_assign(
-		vrdma_assign_str(dev, vrdma_qp_dev(qp));
-		__entry->qpn = qp->ibqp.qp_num;
-		__entry->event = event;
-	),
-	TP_printk("%s qpn=%u event=%d", __get_str(dev), __entry->qpn,
-		  __entry->event)
+	    TP_PROTO(struct vrdma_qp *qp, int event),
+	    TP_ARGS(qp, event),
+	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
+			     __field(u32, qpn)
+			     __field(int, event)),
+	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
+			   __entry->qpn = qp->ibqp.qp_num;
+			   __entry->event = event;),
+	    TP_printk("%s qpn=%u event=%d", __get_str(dev), __entry->qpn,
+		      __entry->event)
 );
 
 #endif /* VRDMA_TRACE_H */

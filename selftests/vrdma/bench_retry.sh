@@ -1,11 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# scripts/bench-retry.sh on the host: what a second boot of the two-VM
+# scripts/bench.d/retry.sh on the host: what a second boot of the two-VM
 # bench runs when runs of the first failed ("nan" in raw.csv), and how its
 # figures take their places.
 . "$(dirname "$0")/lib.sh"
-. "$VRDMA_TOP/scripts/bench-retry.sh"
+. "$VRDMA_TOP/scripts/bench.d/retry.sh"
 
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT

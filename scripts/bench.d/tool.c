@@ -11,7 +11,7 @@
  *                          CPUs 0 and 1: the floor of perftest's latency
  *                          (also half a round trip) in this VM
  *
- * Output: CSV lines "test,size,qps,REP,value,unit" (scripts/bench-vm puts
+ * Output: CSV lines "test,size,qps,REP,value,unit" (scripts/bench.d/one-vm puts
  * the device and the repetition in).
  */
 #define _GNU_SOURCE

@@ -2,7 +2,7 @@
 # shellcheck shell=bash
 #
 # Sourced by scripts/bench: the two-VM runs that failed, run again.  Their
-# figures are "nan" in raw.csv (scripts/bench-2vm); retry_plan says what a
+# figures are "nan" in raw.csv (scripts/bench.d/two-vm); retry_plan says what a
 # fresh boot must run, retry_merge puts its figures in their places.
 # selftests/vrdma/bench_retry.sh tests both on the host.
 

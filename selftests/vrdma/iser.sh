@@ -126,22 +126,6 @@ session_param()
 	done
 }
 
-# run_fio NAME ARGS...: fio on the disk, direct I/O; its output is shown
-# only when it fails.
-run_fio()
-{
-	local name=$1
-
-	shift
-	timeout -k 10 $((300 * SLOW)) fio --name="$name" \
-		--filename="$(disk)" --allow_file_create=0 \
-		--ioengine=libaio --direct=1 \
-		--size="${SIZE_MB}M" --eta=never --output="$scratch/$name.log" \
-		"$@" ||
-		{ cat "$scratch/$name.log"; return 1; }
-}
-
-
 # dmesg_since N: the kernel's iSCSI and RDMA lines after line N, as comments.
 dmesg_since()
 {
@@ -176,16 +160,17 @@ check_eq "the session's transport is iser" iser \
 check_eq "immediate data was negotiated" 1 "$(session_param immediate_data)"
 
 check "fio: 4 KiB random writes, read back, crc32c verified" \
-	run_fio rand4k --rw=randwrite --bs=4k --iodepth=16 \
+	fio_blockdev "$(disk)" rand4k --rw=randwrite --bs=4k --iodepth=16 \
 	--verify=crc32c --do_verify=1 --verify_fatal=1
 check "fio: 1 MiB sequential writes, read back, crc32c verified" \
-	run_fio seq1m --rw=write --bs=1M --iodepth=4 \
+	fio_blockdev "$(disk)" seq1m --rw=write --bs=1M --iodepth=4 \
 	--verify=crc32c --do_verify=1 --verify_fatal=1
 check "fio: 4 KiB random read/write mix, two jobs" \
-	run_fio mix4k --rw=randrw --bs=4k --iodepth=32 --numjobs=2
+	fio_blockdev "$(disk)" mix4k --rw=randrw --bs=4k --iodepth=32 \
+	--numjobs=2
 check "fio: random sizes 512 B to 1 MiB, written, read back, verified" \
-	run_fio mixed --rw=randwrite --bsrange=512-1M --iodepth=8 \
-	--verify=crc32c --do_verify=1 --verify_fatal=1
+	fio_blockdev "$(disk)" mixed --rw=randwrite --bsrange=512-1M \
+	--iodepth=8 --verify=crc32c --do_verify=1 --verify_fatal=1
 check "iscsiadm: logout" iscsi_node --logout
 check "the disk goes away" wait_until $((30 * SLOW)) no_disk
 [ "$_tap_failed" -eq "$f0" ] || dmesg_since "$n0"

@@ -156,6 +156,23 @@ wait_until()
 	done
 }
 
+# fio_blockdev DEV NAME ARGS...: fio job NAME with ARGS on the first
+# SIZE_MB MiB of block device DEV, direct I/O through libaio; its output,
+# in $scratch/NAME.log, is shown only when it fails.  It creates no file:
+# if DEV has gone it fails, and leaves no file in /dev that would take the
+# name of the next device node.
+fio_blockdev()
+{
+	local dev=$1 name=$2 log=${scratch:?}/$2.log
+
+	shift 2
+	timeout -k 10 $((300 * ${VRDMA_TEST_SLOW:-1})) fio --name="$name" \
+		--filename="$dev" --allow_file_create=0 \
+		--ioengine=libaio --direct=1 \
+		--size="${SIZE_MB:?}M" --eta=never --output="$log" "$@" ||
+		{ cat "$log"; return 1; }
+}
+
 # wait_file SECONDS FILE...: until one of the FILEs exists; 1 if none did
 # in time (they are looked at once more when it is up).
 wait_file()

@@ -32,10 +32,13 @@ command -v ibv_rc_pingpong >/dev/null || skip_all "ibv_rc_pingpong not installed
 vrdma_load || skip_all "cannot load vrdma"
 cleanup
 
-# setup: the namespaces and the veth between them, up and addressed.
+# setup: the namespaces and the veth between them, up and addressed.  Each
+# namespace gets an id in the initial one, which its teardown removes
+# (cleanup_net, before the subsystems' exit, ib_core's included).
 setup()
 {
 	ip netns add $A && ip netns add $B &&
+		ip netns set $A auto && ip netns set $B auto &&
 		ip -n $A link add va type veth peer name vb netns $B &&
 		ip -n $A addr add $IPA/24 dev va &&
 		ip -n $B addr add $IPB/24 dev vb &&
@@ -86,13 +89,62 @@ pingpong()
 	rm -f "$slog"
 }
 
+# ns_ids: the ids of $A and $B in the initial namespace, from our_ids.
+ns_ids=
+our_ids()
+{
+	ip netns list-id |
+		sed -n "s/^nsid \([0-9]*\) .*name: \($A\|$B\))$/\1/p" |
+		tr '\n' ' '
+}
+
+# torn_down: the teardown of the namespaces setup made has begun (their
+# ids, ns_ids, are gone).
+torn_down()
+{
+	local ids i
+
+	ids=" $(ip netns list-id | sed -n 's/^nsid \([0-9]*\).*/\1/p' |
+		tr '\n' ' ')"
+	for i in $ns_ids; do
+		case $ids in *" $i "*) return 1 ;; esac
+	done
+}
+
+# netns_diag: what may hold a namespace, when the mode cannot change (in
+# check's output, which comments it).
+netns_diag()
+{
+	local p
+
+	echo "ids of $A, $B: ${ns_ids:-none}; ids the initial namespace has:"
+	ip netns list-id | sed 's/^/  /'
+	echo "named namespaces: $(ip netns list | tr '\n' ' ')"
+	echo "namespaces of processes (count, namespace):"
+	readlink /proc/[0-9]*/ns/net 2>/dev/null | sort | uniq -c
+	dmesg | grep -E 'to become free|cleanup_net' | tail -n 5
+	for p in /proc/[0-9]*; do
+		grep -qE 'cleanup_net|rdma_dev_exit_net|netdev_wait_allrefs' \
+			"$p/stack" 2>/dev/null || continue
+		echo "$(cat "$p/comm") (${p#/proc/}) in a namespace's teardown:"
+		sed 's/^/  /' "$p/stack"
+	done
+}
+
 # netns_mode MODE: rdma system set netns MODE.  The kernel refuses to
 # switch while any namespace but the initial one exists, and "ip netns del"
 # only starts a namespace's teardown (cleanup_net runs later, on a
-# workqueue), so EBUSY is retried for a while; the last error is printed.
+# workqueue, behind any teardown before it): wait until the teardown of
+# ours has begun, then retry EBUSY while ib_core's part of it runs.  If it
+# never comes, say what still holds namespaces.
 netns_mode()
 {
-	wait_until 30 rdma system set netns "$1" || rdma system set netns "$1"
+	wait_until $((TMO * 2)) torn_down ||
+		echo "the teardown of $A and $B has not begun"
+	wait_until $((TMO / 2)) rdma system set netns "$1" && return 0
+	rdma system set netns "$1" && return 0
+	netns_diag
+	return 1
 }
 
 # gone: no vrdma device and no parent device left.
@@ -105,6 +157,7 @@ gone()
 # Shared mode.
 check "rdma system netns shared" netns_mode shared
 check "namespaces and veth" setup
+ns_ids=$(our_ids)
 check "rdma link add inside $A" \
 	ip netns exec $A rdma link add vrdma0 type vrdma netdev va
 check "rdma link add inside $B" \
@@ -122,6 +175,7 @@ check "shared: both devices gone with their veth" wait_until 30 gone
 # Exclusive mode.
 check "rdma system set netns exclusive" netns_mode exclusive
 check "namespaces and veth" setup
+ns_ids=$(our_ids)
 check "rdma link add inside $A" \
 	ip netns exec $A rdma link add vrdma0 type vrdma netdev va
 check "rdma link add inside $B" \

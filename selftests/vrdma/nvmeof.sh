@@ -107,21 +107,6 @@ connect()
 		--hostnqn="$HOSTNQN" "$@" && wait_until $((30 * SLOW)) have_ns_dev
 }
 
-# run_fio NAME ARGS...: fio on the namespace, direct I/O; its output is
-# shown only when it fails.
-run_fio()
-{
-	local name=$1
-
-	shift
-	timeout -k 10 $((300 * SLOW)) fio --name="$name" \
-		--filename="$(ns_dev)" --allow_file_create=0 \
-		--ioengine=libaio --direct=1 \
-		--size="${SIZE_MB}M" --eta=never --output="$scratch/$name.log" \
-		"$@" ||
-		{ cat "$scratch/$name.log"; return 1; }
-}
-
 # ctrl_attr ATTR: an attribute of our subsystem's controller.
 ctrl_attr()
 {
@@ -172,8 +157,8 @@ link_flap()
 
 	n0=$(dmesg | wc -l)
 	t0=$SECONDS
-	run_fio flap --rw=randwrite --bs=4k --iodepth=16 --verify=crc32c \
-		--do_verify=1 --verify_fatal=1 --rate_iops=200 &
+	fio_blockdev "$(ns_dev)" flap --rw=randwrite --bs=4k --iodepth=16 \
+		--verify=crc32c --do_verify=1 --verify_fatal=1 --rate_iops=200 &
 	fio_pid=$!
 	sleep 3
 	check "fio is running when the link goes down" kill -0 "$fio_pid"
@@ -211,13 +196,14 @@ check_eq "the controller's transport is rdma, address $IP" \
 	"$(ctrl_attr transport) $(ctrl_attr address | sed 's/,src_addr=.*//')"
 
 check "fio: 4 KiB random writes, read back, crc32c verified" \
-	run_fio rand4k --rw=randwrite --bs=4k --iodepth=16 \
+	fio_blockdev "$(ns_dev)" rand4k --rw=randwrite --bs=4k --iodepth=16 \
 	--verify=crc32c --do_verify=1 --verify_fatal=1
 check "fio: 1 MiB sequential writes, read back, crc32c verified" \
-	run_fio seq1m --rw=write --bs=1M --iodepth=4 \
+	fio_blockdev "$(ns_dev)" seq1m --rw=write --bs=1M --iodepth=4 \
 	--verify=crc32c --do_verify=1 --verify_fatal=1
 check "fio: 4 KiB random read/write mix, two jobs" \
-	run_fio mix4k --rw=randrw --bs=4k --iodepth=32 --numjobs=2
+	fio_blockdev "$(ns_dev)" mix4k --rw=randrw --bs=4k --iodepth=32 \
+	--numjobs=2
 check "nvme disconnect" nvme disconnect -n "$NQN"
 check "the block device goes away" wait_until $((20 * SLOW)) no_ns_dev
 
@@ -295,7 +281,7 @@ if ! have_ns_dev; then
 	nvme_state
 fi
 check "fio: 1 MiB sequential writes, read back, crc32c verified" \
-	run_fio again --rw=write --bs=1M --verify=crc32c \
+	fio_blockdev "$(ns_dev)" again --rw=write --bs=1M --verify=crc32c \
 	--do_verify=1 --verify_fatal=1
 check "nvme disconnect, the block device goes away" disconnect
 [ "$_tap_failed" -eq "$f0" ] || dmesg_since "$n0"

@@ -12,9 +12,11 @@
  * should.  Then what must not arrive: a wrong Q_Key, a
  * message longer than the MTU (an error completion, and the SQ error state
  * SQE that a modify to RTS leaves), an AH of another PD or another process,
- * a message without a posted receive; and many destinations through
- * several AHs.  Four variants: one device talking to itself or two
- * devices, over IPv4 or IPv6 GIDs.
+ * a message without a posted receive; many destinations through several
+ * AHs, and two QPs on one SRQ, where each receiver knows a message by its
+ * data, since UD promises no order (the _reordered tests send the
+ * messages last first, as a path may deliver them).  Four variants: one
+ * device talking to itself or two devices, over IPv4 or IPv6 GIDs.
  *
  * UC ("uc" fixture): SEND, SEND with immediate, RDMA WRITE and WRITE with
  * immediate, byte-exact as in rc_test (rc_xfer()), including messages of
@@ -813,7 +815,66 @@ TEST_F(ud, recv_too_small)
 	EXPECT_EQ(IBV_QPS_ERR, ud_state(&self->b));
 }
 
-TEST_F_TIMEOUT(ud, many_destinations, 120)
+/*
+ * The message that @data, @len bytes, holds: one of the @n messages
+ * @first, @first + @step, ... where message k is @base + k bytes of
+ * rc_fill() stream k; or -1 if it is none of them.  UD promises no order,
+ * so a receiver knows a message by its contents, every byte of it.
+ */
+static int ud_which(const uint8_t *data, size_t len, int first, int step,
+		    int n, size_t base)
+{
+	uint8_t *want = malloc(len + 1);
+	int j, k, found = -1;
+
+	if (!want)
+		return -1;
+	for (j = 0, k = first; j < n && found < 0; j++, k += step) {
+		if (len != base + k)
+			continue;
+		rc_fill(want, len, k, 0);
+		if (!memcmp(data, want, len))
+			found = k;
+	}
+	free(want);
+	return found;
+}
+
+/*
+ * Receive WQE @wr_id, at @at, got @len bytes that hold none of the
+ * messages it could: show where they differ from @k, the one it would
+ * hold if the messages came in order.
+ */
+static void ud_no_message(struct __test_metadata *_metadata,
+			  const uint8_t *at, size_t len, int k, size_t base,
+			  const char *what)
+{
+	uint8_t *want = malloc(base + k + 1);
+
+	ASSERT_NE(NULL, want);
+	TH_LOG("%s: %zu bytes, none of the messages sent", what, len);
+	rc_fill(want, base + k, k, 0);
+	EXPECT_SAME_BYTES(at, want, base + k, what);
+	free(want);
+}
+
+/*
+ * Post k of @n: message k, or with @reversed message n - 1 - k, which a
+ * receiver cannot tell from messages the path reordered.
+ */
+static int ud_post_order(int k, int n, int reversed)
+{
+	return reversed ? n - 1 - k : k;
+}
+
+/*
+ * NQ receivers, each with its own Q_Key, ROUNDS messages each through
+ * three AHs; each receiver consumes its receive WQEs in order, but its
+ * messages may come in any order.  With @reversed the messages are sent
+ * last first.
+ */
+static void ud_run_many_destinations(struct __test_metadata *_metadata,
+				     FIXTURE_DATA(ud) *self, int reversed)
 {
 	enum { NQ = 6, NAH = 3, ROUNDS = 3, SLOT = 512 };
 	static const uint8_t tclass[NAH] = { 0, UD_TCLASS, 0x80 };
@@ -823,7 +884,7 @@ TEST_F_TIMEOUT(ud, many_destinations, 120)
 	struct ibv_sge sge;
 	struct ibv_wc wc;
 	char what[64];
-	int i, r, k;
+	int i, r, k, p, reordered = 0;
 
 	for (i = 0; i < NAH; i++) {
 		ah[i] = ud_ah(self->da->pd, self->gidx_a, &self->gid_b,
@@ -841,26 +902,52 @@ TEST_F_TIMEOUT(ud, many_destinations, 120)
 						  SLOT));
 	}
 	/* Message k goes to receiver k % NQ through AH k % NAH. */
-	for (k = 0; k < NQ * ROUNDS; k++) {
+	for (p = 0; p < NQ * ROUNDS; p++) {
+		k = ud_post_order(p, NQ * ROUNDS, reversed);
 		rc_fill(self->ba.p + k * SLOT, 50 + k, k, 0);
 		ud_sge(&sge, &self->ba, k * SLOT, 50 + k);
 		ASSERT_EQ(0, ud_post_send(self->a.qp, k, IBV_WR_SEND, &sge, 1,
 					  0, ah[k % NAH], q[k % NQ].qp->qp_num,
 					  UD_QKEY + k % NQ, 0));
 	}
-	for (k = 0; k < NQ * ROUNDS; k++)
+	for (p = 0; p < NQ * ROUNDS; p++)
 		rc_expect_wc(_metadata, self->a.scq, &(struct rc_wc_exp){
-			.wr_id = k, .status = IBV_WC_SUCCESS,
-			.opcode = IBV_WC_SEND, .qp_num = self->a.qp->qp_num,
+			.wr_id = ud_post_order(p, NQ * ROUNDS, reversed),
+			.status = IBV_WC_SUCCESS, .opcode = IBV_WC_SEND,
+			.qp_num = self->a.qp->qp_num,
 		}, "send");
+	/* Receiver i: messages i, i + NQ, ..., each once, in its r-th WQE. */
 	for (i = 0; i < NQ; i++) {
+		int seen[ROUNDS] = { 0 };
+
 		for (r = 0; r < ROUNDS; r++) {
 			uint8_t *at = self->bb.p + (i * ROUNDS + r) * SLOT;
-			uint8_t want[SLOT];
 
-			k = r * NQ + i;
-			snprintf(what, sizeof(what), "QP %d message %d", i, k);
-			ASSERT_EQ(1, rc_poll(q[i].rcq, &wc, 1, RC_TIMEOUT_MS));
+			snprintf(what, sizeof(what), "QP %d WQE %d", i, r);
+			ASSERT_EQ(1, rc_poll(q[i].rcq, &wc, 1, RC_TIMEOUT_MS)) {
+				TH_LOG("%s: no completion", what);
+			}
+			ASSERT_EQ(IBV_WC_SUCCESS, wc.status) {
+				TH_LOG("%s: %s", what,
+				       ibv_wc_status_str(wc.status));
+			}
+			/* The WQEs, not the messages, are taken in order. */
+			ASSERT_EQ((uint64_t)(i * ROUNDS + r), wc.wr_id);
+			ASSERT_LE(GRH, wc.byte_len);
+			k = ud_which(at + GRH, wc.byte_len - GRH, i, NQ,
+				     ROUNDS, 50);
+			if (k < 0) {
+				ud_no_message(_metadata, at + GRH,
+					      wc.byte_len - GRH, r * NQ + i,
+					      50, what);
+				continue;
+			}
+			snprintf(what, sizeof(what), "QP %d WQE %d message %d",
+				 i, r, k);
+			EXPECT_EQ(0, seen[k / NQ]++) {
+				TH_LOG("%s: again", what);
+			}
+			reordered |= k != r * NQ + i;
 			rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
 				.wr_id = i * ROUNDS + r,
 				.status = IBV_WC_SUCCESS,
@@ -872,15 +959,28 @@ TEST_F_TIMEOUT(ud, many_destinations, 120)
 			ud_check_grh(_metadata, at, self->ipv6, &self->gid_a,
 				     &self->gid_b, 50 + k, 0, tclass[k % NAH],
 				     flow[k % NAH], what);
-			rc_fill(want, 50 + k, k, 0);
-			EXPECT_SAME_BYTES(at + GRH, want, 50 + k, what);
 		}
 		EXPECT_CQ_EMPTY(q[i].rcq, "more than was sent");
 	}
+	if (reordered)
+		TH_LOG("messages came out of order");
+	/* Sent last first, they cannot all have come in order. */
+	if (reversed)
+		EXPECT_TRUE(reordered);
 	for (i = 0; i < NQ; i++)
 		ud_qp_destroy(&q[i]);
 	for (i = 0; i < NAH; i++)
 		EXPECT_EQ(0, ibv_destroy_ah(ah[i]));
+}
+
+TEST_F_TIMEOUT(ud, many_destinations, 120)
+{
+	ud_run_many_destinations(_metadata, self, 0);
+}
+
+TEST_F_TIMEOUT(ud, many_destinations_reordered, 120)
+{
+	ud_run_many_destinations(_metadata, self, 1);
 }
 
 /*
@@ -988,22 +1088,27 @@ TEST_F_TIMEOUT(ud, destroy_ah_in_flight, 120)
 	}
 }
 
-/* Two UD QPs receiving through one SRQ: each message in some WQE of it. */
-TEST_F(ud, srq)
+/*
+ * Two UD QPs receiving through one SRQ: each message in some WQE of it,
+ * each WQE taken once, each QP's messages in whatever order they come.
+ * With @reversed the messages are sent last first.
+ */
+static void ud_run_srq(struct __test_metadata *_metadata,
+		       FIXTURE_DATA(ud) *self, int reversed)
 {
 	enum { NQ = 2, NMSG = 6, SLOT = 256 };
 	struct ibv_srq_init_attr sa = {
 		.attr = { .max_wr = 16, .max_sge = 1 },
 	};
-	int seen[NMSG] = { 0 }, got[NQ] = { 0 };
+	int seen[NMSG] = { 0 }, msg[NMSG] = { 0 }, got[NQ] = { 0 };
 	struct ibv_recv_wr rwr, *rbad;
 	struct ibv_srq *srq;
 	struct ud_qp q[NQ];
 	struct ibv_sge sge;
 	struct ibv_wc wc;
-	uint8_t want[SLOT];
+	int i, k, n, reordered = 0;
 	char what[64];
-	int i, k;
+	uint8_t *at;
 
 	srq = ibv_create_srq(self->db->pd, &sa);
 	ASSERT_NE(NULL, srq) {
@@ -1020,7 +1125,8 @@ TEST_F(ud, srq)
 		ASSERT_EQ(0, ibv_post_srq_recv(srq, &rwr, &rbad));
 	}
 	/* Message k, 60 + k bytes, goes to QP k % NQ. */
-	for (k = 0; k < NMSG; k++) {
+	for (n = 0; n < NMSG; n++) {
+		k = ud_post_order(n, NMSG, reversed);
 		rc_fill(self->ba.p + k * SLOT, 60 + k, k, 0);
 		ud_sge(&sge, &self->ba, k * SLOT, 60 + k);
 		ASSERT_EQ(0, ud_post_send(self->a.qp, k, IBV_WR_SEND, &sge, 1,
@@ -1031,16 +1137,38 @@ TEST_F(ud, srq)
 			.opcode = IBV_WC_SEND, .qp_num = self->a.qp->qp_num,
 		}, "send");
 	}
-	/* Each QP gets its messages in order, each in a WQE of its own. */
+	/* QP i gets messages i, i + NQ, ..., each once, a WQE each. */
 	for (i = 0; i < NQ; i++) {
-		for (k = i; k < NMSG; k += NQ) {
-			snprintf(what, sizeof(what), "QP %d message %d", i, k);
-			ASSERT_EQ(1, rc_poll(q[i].rcq, &wc, 1, RC_TIMEOUT_MS));
+		for (n = 0; n < NMSG / NQ; n++) {
+			snprintf(what, sizeof(what), "QP %d receive %d", i, n);
+			ASSERT_EQ(1, rc_poll(q[i].rcq, &wc, 1, RC_TIMEOUT_MS)) {
+				TH_LOG("%s: no completion", what);
+			}
+			ASSERT_EQ(IBV_WC_SUCCESS, wc.status) {
+				TH_LOG("%s: %s", what,
+				       ibv_wc_status_str(wc.status));
+			}
 			ASSERT_LT(wc.wr_id, (uint64_t)NMSG);
 			EXPECT_EQ(0, seen[wc.wr_id]++) {
 				TH_LOG("%s: WQE %d taken twice", what,
 				       (int)wc.wr_id);
 			}
+			ASSERT_LE(GRH, wc.byte_len);
+			at = self->bb.p + wc.wr_id * SLOT;
+			k = ud_which(at + GRH, wc.byte_len - GRH, i, NQ,
+				     NMSG / NQ, 60);
+			if (k < 0) {
+				ud_no_message(_metadata, at + GRH,
+					      wc.byte_len - GRH, i + n * NQ,
+					      60, what);
+				continue;
+			}
+			snprintf(what, sizeof(what),
+				 "QP %d receive %d message %d", i, n, k);
+			EXPECT_EQ(0, msg[k]++) {
+				TH_LOG("%s: again", what);
+			}
+			reordered |= k != i + n * NQ;
 			rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
 				.wr_id = wc.wr_id, .status = IBV_WC_SUCCESS,
 				.opcode = IBV_WC_RECV, .recv = 1,
@@ -1048,20 +1176,32 @@ TEST_F(ud, srq)
 				.qp_num = q[i].qp->qp_num,
 			}, what);
 			EXPECT_EQ(self->a.qp->qp_num, wc.src_qp);
-			ud_check_grh(_metadata, self->bb.p + wc.wr_id * SLOT,
-				     self->ipv6, &self->gid_a, &self->gid_b,
-				     60 + k, 0, UD_TCLASS, UD_FLOW, what);
-			rc_fill(want, 60 + k, k, 0);
-			EXPECT_SAME_BYTES(self->bb.p + wc.wr_id * SLOT + GRH,
-					  want, 60 + k, what);
+			ud_check_grh(_metadata, at, self->ipv6, &self->gid_a,
+				     &self->gid_b, 60 + k, 0, UD_TCLASS,
+				     UD_FLOW, what);
 			got[i]++;
 		}
 		EXPECT_CQ_EMPTY(q[i].rcq, "more than was sent");
 	}
-	EXPECT_EQ(NMSG / NQ, got[0]);
+	for (i = 0; i < NQ; i++)
+		EXPECT_EQ(NMSG / NQ, got[i]);
+	if (reordered)
+		TH_LOG("messages came out of order");
+	if (reversed)
+		EXPECT_TRUE(reordered);
 	for (i = 0; i < NQ; i++)
 		ud_qp_destroy(&q[i]);
 	EXPECT_EQ(0, ibv_destroy_srq(srq));
+}
+
+TEST_F(ud, srq)
+{
+	ud_run_srq(_metadata, self, 0);
+}
+
+TEST_F(ud, srq_reordered)
+{
+	ud_run_srq(_metadata, self, 1);
 }
 
 TEST_F(ud, qp_state_machine)

@@ -16,6 +16,8 @@
 #   make check           install deps, build, lint, every selftest in the VM
 #   make check-long      install deps, build, the long tests (two VMs: rxe interop)
 #   make check-debug     the same on the debug kernel (scripts/build-debug-kernel)
+#   make check-deb       make deb, then deb_install.sh: the packages installed
+#                        in a VM (DKMS builds the module there; tens of minutes)
 #   make fuzz            the fuzzers for FUZZ_SECONDS each (default 270) and
 #                        the full limits test, in the VM; FUZZ_SEED= replays
 #   make fuzz-debug      the same on the debug kernel
@@ -46,7 +48,7 @@ DKMS_SOURCES := Kbuild dkms.conf $(sort $(wildcard drivers/vrdma/*.[ch])) \
 
 .PHONY: all modules provider selftests install uninstall lint check \
 	check-long check-debug fuzz fuzz-debug demo bench clean \
-	install-dkms-src deb provider-trixie
+	install-dkms-src deb provider-trixie check-deb
 
 all: modules provider
 
@@ -97,6 +99,9 @@ check-long:
 
 check-debug:
 	scripts/check --debug-kernel
+
+check-deb:
+	scripts/check --long deb_install.sh
 
 # make check runs fuzz.sh briefly (45 s per fuzzer); these run it longer,
 # with limits.sh filling max_cq, max_pd and max_qp.

@@ -15,11 +15,12 @@
 #     package's, in libibverbs' provider directory;
 #   - ibv_rc_pingpong --chk server and client on the device, from /;
 #   - dpkg -r both: the module and the provider are gone again.
-# make check-long runs it (a DKMS build under TCG takes minutes).
+# make check-deb runs it; under TCG the DKMS build alone takes tens of
+# minutes (minutes per object on a loaded host).
 #
 #   selftests/vrdma/deb_install.sh                # on the host, Linux 6.1
 #   VRDMA_KVER=6.12.117+deb12-amd64 selftests/vrdma/deb_install.sh
-VRDMA_OWN_VM=2400
+VRDMA_OWN_VM=5400
 
 # The checks run from a copy outside the tree, in a namespace where the
 # tree is hidden; this first pass (in the VM) makes the copy and enters it.

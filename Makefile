@@ -6,10 +6,18 @@
 #   make                 vrdma.ko + userspace-provider/libvrdma-rdmav34.so
 #   make install         module (+depmod), provider, /etc/libibverbs.d/vrdma.driver
 #   make uninstall       the reverse
+#   make install-dkms-src  the module's source and dkms.conf into
+#                        $(DESTDIR)/usr/src/vrdma-VERSION, for dkms add/build
+#   make deb             Debian packages vrdma-dkms and ibverbs-provider-vrdma
+#                        in build/deb (scripts/build-deb; lintian-checked)
+#   make provider-trixie the provider built against Debian 13's libibverbs
+#                        (rdma-core 56), unpacked outside the tree
 #   make lint            checkpatch --strict and sparse (make C=1)
 #   make check           install deps, build, lint, every selftest in the VM
 #   make check-long      install deps, build, the long tests (two VMs: rxe interop)
 #   make check-debug     the same on the debug kernel (scripts/build-debug-kernel)
+#   make check-deb       make deb, then deb_install.sh: the packages installed
+#                        in a VM (DKMS builds the module there; tens of minutes)
 #   make fuzz            the fuzzers for FUZZ_SECONDS each (default 270) and
 #                        the full limits test, in the VM; FUZZ_SEED= replays
 #   make fuzz-debug      the same on the debug kernel
@@ -30,8 +38,17 @@ export VRDMA_KVER := $(KVER)
 PROVIDER := userspace-provider
 SELFTESTS := selftests/vrdma
 
+# The one place the version is written: dkms.conf (and so the packages).
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"$$/\1/p' \
+	$(dir $(abspath $(lastword $(MAKEFILE_LIST))))dkms.conf)
+DKMS_SRC_DIR ?= /usr/src/vrdma-$(VERSION)
+# What DKMS needs to build vrdma.ko: Kbuild names every object.
+DKMS_SOURCES := Kbuild dkms.conf $(sort $(wildcard drivers/vrdma/*.[ch])) \
+	$(sort $(wildcard uapi/rdma/*.h))
+
 .PHONY: all modules provider selftests install uninstall lint check \
-	check-long check-debug fuzz fuzz-debug demo bench clean
+	check-long check-debug fuzz fuzz-debug demo bench clean \
+	install-dkms-src deb provider-trixie check-deb
 
 all: modules provider
 
@@ -59,6 +76,18 @@ uninstall:
 	$(if $(DESTDIR),depmod -b $(DESTDIR) $(KVER),depmod $(KVER))
 	$(MAKE) -C $(PROVIDER) uninstall
 
+install-dkms-src:
+	@for f in $(DKMS_SOURCES); do \
+		echo "install $$f $(DESTDIR)$(DKMS_SRC_DIR)/$$f"; \
+		install -D -m 0644 $$f $(DESTDIR)$(DKMS_SRC_DIR)/$$f || exit 1; \
+	done
+
+deb:
+	scripts/build-deb
+
+provider-trixie:
+	scripts/build-provider-trixie
+
 lint:
 	scripts/lint
 
@@ -70,6 +99,9 @@ check-long:
 
 check-debug:
 	scripts/check --debug-kernel
+
+check-deb:
+	scripts/check --long deb_install.sh
 
 # make check runs fuzz.sh briefly (45 s per fuzzer); these run it longer,
 # with limits.sh filling max_cq, max_pd and max_qp.
@@ -95,3 +127,4 @@ clean:
 	$(MAKE) -C $(SELFTESTS) clean
 	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(SELFTESTS)/kmod clean
 	$(MAKE) -C examples clean
+	rm -rf build

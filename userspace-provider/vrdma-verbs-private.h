@@ -16,7 +16,12 @@
  *   libibverbs/kern-abi.h  the ibv_<cmd> command structs (DECLARE_CMD)
  *   ccan/list.h            struct list_node (two pointers)
  *
- * None of these changed between v44.0 and the stable-v44 branch head.
+ * None of these changed between v44.0 and the stable-v44 branch head, nor
+ * up to rdma-core v56.1 (Debian 13), which still exports IBVERBS_PRIVATE_34:
+ * its driver.h only changed ibv_cmd_reg_dmabuf_mr()'s arguments and added
+ * ibv_cmd_create_cq_ex2(), neither of which libvrdma calls, so one source
+ * builds against both (scripts/build-provider-trixie builds it against
+ * rdma-core 56 and runs provider_abi_test there).
  *
  * Nothing checks a struct declared here against the library at build time:
  * a wrong member order compiles, links, and then corrupts memory at run

@@ -9,7 +9,8 @@
 #   make lint            checkpatch --strict and sparse (make C=1)
 #   make check           install deps, build, lint, every selftest in the VM
 #   make check-long      install deps, build, the long tests (two VMs: rxe interop)
-#   make check-debug     the same on the debug kernel (scripts/build-debug-kernel)
+#   make check-debug     the same on the debug kernels (scripts/build-debug-kernel),
+#                        6.1 then 6.12 (DEBUG_SERIES=6.1 for one)
 #   make fuzz            the fuzzers for FUZZ_SECONDS each (default 270) and
 #                        the full limits test, in the VM; FUZZ_SEED= replays
 #   make fuzz-debug      the same on the debug kernel
@@ -68,8 +69,13 @@ check:
 check-long:
 	scripts/check --long
 
+# The debug kernels of scripts/build-debug-kernel that check-debug and
+# fuzz-debug run on, one after the other (each is built on first use).
+DEBUG_SERIES ?= 6.1 6.12
+DEBUG_EACH = set -e; for s in $(DEBUG_SERIES); do VRDMA_DEBUG_SERIES=$$s
+
 check-debug:
-	scripts/check --debug-kernel
+	$(DEBUG_EACH) scripts/check --debug-kernel; done
 
 # make check runs fuzz.sh briefly (45 s per fuzzer); these run it longer,
 # with limits.sh filling max_cq, max_pd and max_qp.
@@ -81,7 +87,7 @@ fuzz:
 	$(FUZZ_ENV) scripts/check fuzz.sh limits.sh
 
 fuzz-debug:
-	$(FUZZ_ENV) scripts/check --debug-kernel fuzz.sh limits.sh
+	$(DEBUG_EACH) $(FUZZ_ENV) scripts/check --debug-kernel fuzz.sh limits.sh; done
 
 demo:
 	scripts/demo

@@ -15,12 +15,13 @@
 #   make lint            checkpatch --strict and sparse (make C=1)
 #   make check           install deps, build, lint, every selftest in the VM
 #   make check-long      install deps, build, the long tests (two VMs: rxe interop)
-#   make check-debug     the same on the debug kernel (scripts/build-debug-kernel)
+#   make check-debug     the same on the debug kernels (scripts/build-debug-kernel),
+#                        6.1 then 6.12 (DEBUG_SERIES=6.1 for one)
 #   make check-deb       make deb, then deb_install.sh: the packages installed
 #                        in a VM (DKMS builds the module there; tens of minutes)
 #   make fuzz            the fuzzers for FUZZ_SECONDS each (default 270) and
 #                        the full limits test, in the VM; FUZZ_SEED= replays
-#   make fuzz-debug      the same on the debug kernel
+#   make fuzz-debug      the same on the debug kernels
 #   make demo            a vrdma device in the VM, shown with the standard tools,
 #                        ending with one SEND traced step by step (trace-send)
 #   make bench           vrdma against rdma_rxe with perftest in one VM boot
@@ -97,8 +98,13 @@ check:
 check-long:
 	scripts/check --long
 
+# The debug kernels of scripts/build-debug-kernel that check-debug and
+# fuzz-debug run on, one after the other (each is built on first use).
+DEBUG_SERIES ?= 6.1 6.12
+DEBUG_EACH = set -e; for s in $(DEBUG_SERIES); do VRDMA_DEBUG_SERIES=$$s
+
 check-debug:
-	scripts/check --debug-kernel
+	$(DEBUG_EACH) scripts/check --debug-kernel; done
 
 check-deb:
 	scripts/check --long deb_install.sh
@@ -113,7 +119,7 @@ fuzz:
 	$(FUZZ_ENV) scripts/check fuzz.sh limits.sh
 
 fuzz-debug:
-	$(FUZZ_ENV) scripts/check --debug-kernel fuzz.sh limits.sh
+	$(DEBUG_EACH) $(FUZZ_ENV) scripts/check --debug-kernel fuzz.sh limits.sh; done
 
 demo:
 	scripts/demo

@@ -478,13 +478,14 @@ tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
 # CLIENT_TIMEOUT seconds, the client's output must match PATTERN (an ERE),
 # neither output may match TOOL_BAD (an ERE, any case; unset: no check),
 # else both outputs are shown.  The server gets TOOL_SRV_ARGS, the client
-# TOOL_CLI_ARGS appended (arrays, e.g. the port).  TOOL_WAIT (default 30)
-# is how long the server may take to listen, and to end once the client is
-# done; TOOL_SHOW=1 shows the client's lines that match PATTERN.
+# TOOL_CLI_ARGS appended (arrays, e.g. the port).  TOOL_WAIT (default 30 s
+# times VRDMA_TEST_SLOW) is how long the server may take to listen, and to
+# end once the client is done; TOOL_SHOW=1 shows the client's lines that
+# match PATTERN.
 tool_pair()
 {
 	local ready=$1 lport=$2 desc=$3 pat=$4 srv=() spid rc src slog clog
-	local t0 wait=${TOOL_WAIT:-30}
+	local t0 wait=${TOOL_WAIT:-$((30 * ${VRDMA_TEST_SLOW:-1}))}
 
 	shift 4
 	while [ "$1" != "--" ]; do

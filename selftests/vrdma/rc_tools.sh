@@ -22,8 +22,8 @@ IP0=10.212.0.1 IP1=10.212.0.2
 PINGPONG_ITERS=${RC_TOOLS_PINGPONG_ITERS:-50}
 PERF_ITERS=${RC_TOOLS_PERF_ITERS:-5}
 ATOMIC_ITERS=${RC_TOOLS_ATOMIC_ITERS:-200}
-SERVER_TIMEOUT=240
-CLIENT_TIMEOUT=200
+SERVER_TIMEOUT=$((240 * ${VRDMA_TEST_SLOW:-1}))
+CLIENT_TIMEOUT=$((200 * ${VRDMA_TEST_SLOW:-1}))
 
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
 command -v ibv_rc_pingpong >/dev/null || skip_all "ibv_rc_pingpong not installed"

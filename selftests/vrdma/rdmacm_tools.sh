@@ -24,8 +24,8 @@ N0=rct0 N1=rct1
 IP0=10.219.0.1 IP1=10.219.0.2
 IP6=fd00:219::1
 PING_COUNT=${RDMACM_PING_COUNT:-1000}
-SERVER_TIMEOUT=200
-CLIENT_TIMEOUT=180
+SERVER_TIMEOUT=$((200 * ${VRDMA_TEST_SLOW:-1}))
+CLIENT_TIMEOUT=$((180 * ${VRDMA_TEST_SLOW:-1}))
 
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
 command -v rping >/dev/null || skip_all "rdmacm-utils not installed"

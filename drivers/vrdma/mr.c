@@ -715,6 +715,7 @@ int vrdma_mr_atomic_write(struct vrdma_mr *mr, u64 iova, const u8 *value)
 	if (IS_ERR(word))
 		return PTR_ERR(word);
 	memcpy(&v, value, sizeof(v));
+	/* After the data of the requests before it: see above. */
 	smp_store_release(word, v);
 	if (kaddr)
 		kunmap_local(kaddr);

@@ -26,6 +26,14 @@
  *                       with the right MSN; the counters add up
  *   psn_wrap_responder  PSNs 0xfffffe..0x000001, a duplicate and a gap
  *                       across the wrap
+ *   placement_responder ATOMIC WRITE and FLUSH (range, whole MR) as rxe
+ *                       sends them: empty READ RESPONSE ONLY answers, the
+ *                       8 bytes written; duplicates answered from the
+ *                       responder resources, not executed again
+ *   placement_forged    forged ATOMIC WRITEs and FLUSHes (bad rkey, no
+ *                       rights on the QP or the key, misaligned, out of
+ *                       range, wrong lengths, reserved FETH values): each
+ *                       NAKed as the IBA classes it, no byte changed
  * As requester (the fake peer responds):
  *   go_back_n           a sequence error NAK in the middle of a message:
  *                       exactly the packets from the NAK'd PSN are resent
@@ -1982,11 +1990,14 @@ TEST_F(wire, placement_responder)
 		}));
 		EXPECT_PLACEMENT_ACK(&r, p, 2);
 		p++;
-		/* the whole MR: its address and length are not looked at */
+		/*
+		 * The whole MR: its address and length are not looked at
+		 * (but a RETH length over 2^31 is invalid, IBA C9-94).
+		 */
 		ASSERT_EQ(0, peer_send(&(struct tx){
 			.op = OP_FLUSH, .psn = p, .ackreq = 1,
 			.feth = FETH(1, 1), .va = 0x1000, .rkey = fmr->rkey,
-			.dmalen = 0xffffffff,
+			.dmalen = 1u << 31,
 		}));
 		EXPECT_PLACEMENT_ACK(&r, p, 3);
 		ASSERT_EQ(0, peer_send(&(struct tx){
@@ -2048,6 +2059,8 @@ static const struct placement_case placement_cases[] = {
 	  SYN_NAK_INV, 1 },
 	{ "FLUSH, reserved selectivity level", OP_FLUSH, FETH(1, 2), 0, 1, 0,
 	  4096, 0, SYN_NAK_INV, 1 },
+	{ "FLUSH of the MR, RETH length over 2^31", OP_FLUSH, FETH(1, 1), 0,
+	  1, 0, 0x80000001, 0, SYN_NAK_INV, 1 },
 };
 
 /*

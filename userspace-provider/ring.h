@@ -94,6 +94,10 @@ static_assert((int)IBV_WR_RDMA_WRITE == IB_UVERBS_WR_RDMA_WRITE &&
 		      (int)IBV_WR_SEND_WITH_INV == IB_UVERBS_WR_SEND_WITH_INV &&
 		      (int)IBV_WR_TSO == IB_UVERBS_WR_TSO,
 	      "enum ibv_wr_opcode is enum ib_uverbs_wr_opcode");
+/* rdma-core 44 names ATOMIC WRITE, not FLUSH (IBV_WR_FLUSH, IBV_WC_FLUSH). */
+static_assert((int)IBV_WR_ATOMIC_WRITE == VRDMA_WR_ATOMIC_WRITE &&
+		      (int)IBV_WC_ATOMIC_WRITE == VRDMA_WC_ATOMIC_WRITE,
+	      "enum vrdma_placement_opcode");
 
 /* The flags a work request sets itself; VRDMA_SEND_INLINE comes with data. */
 #define VRDMA_SEND_WR_FLAGS						\
@@ -304,6 +308,33 @@ static inline void vrdma_wqe_set_atomic(struct vrdma_send_wqe *wqe,
 	wqe->atomic.rkey = rkey;
 }
 
+/* ATOMIC WRITE: the 8 bytes at value, copied now, in memory order. */
+static inline void vrdma_wqe_set_atomic_write(struct vrdma_send_wqe *wqe,
+					      uint64_t remote_addr,
+					      uint32_t rkey, const void *value)
+{
+	wqe->atomic_write.remote_addr = remote_addr;
+	wqe->atomic_write.rkey = rkey;
+	memcpy(wqe->atomic_write.value, value,
+	       sizeof(wqe->atomic_write.value));
+}
+
+/*
+ * FLUSH (enum vrdma_flush_type, vrdma_flush_level).  rdma-core 44 has no
+ * ibv_wr_flush(): this is what its builder writes, for the WQE's own users.
+ */
+static inline void vrdma_wqe_set_flush(struct vrdma_send_wqe *wqe,
+				       uint64_t remote_addr, uint32_t rkey,
+				       uint32_t length, uint8_t type,
+				       uint8_t level)
+{
+	wqe->flush.remote_addr = remote_addr;
+	wqe->flush.rkey = rkey;
+	wqe->flush.length = length;
+	wqe->flush.type = type;
+	wqe->flush.level = level;
+}
+
 static inline void vrdma_wqe_set_ud(struct vrdma_send_wqe *wqe, uint32_t ah,
 				    uint32_t remote_qpn, uint32_t remote_qkey)
 {
@@ -393,6 +424,10 @@ static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
 	if (lim->ud && !wr->wr.ud.ah)
 		return EINVAL;
 	if (wr->opcode == IBV_WR_BIND_MW && !wr->bind_mw.mw)
+		return EINVAL;
+	/* struct ibv_send_wr has no room for their operands: ibv_wr_*() only. */
+	if (wr->opcode == (enum ibv_wr_opcode)VRDMA_WR_ATOMIC_WRITE ||
+	    wr->opcode == (enum ibv_wr_opcode)VRDMA_WR_FLUSH)
 		return EINVAL;
 	for (i = 0; inl && i < wr->num_sge; i++)
 		if (!vrdma_inline_fits(&inline_len, wr->sg_list[i].length,

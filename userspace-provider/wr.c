@@ -27,12 +27,15 @@
 /*
  * The ops the kernel carries out, by QP type.  Atomics, SEND with
  * invalidate, LOCAL_INV and BIND_MW depend on what the device reports
- * (vrdma_wr_check_ops); TSO and the rest are not in the kernel.
+ * (vrdma_wr_check_ops); ATOMIC WRITE needs only REMOTE_WRITE rights, which
+ * every kernel vrdma builds for grants (ib_core 6.1 too, which does not
+ * know the device capability); TSO and the rest are not in the kernel.
  */
 #define VRDMA_WR_OPS_UD	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define VRDMA_WR_OPS_UC	(VRDMA_WR_OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | \
 			 IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
-#define VRDMA_WR_OPS_RC	(VRDMA_WR_OPS_UC | IBV_QP_EX_WITH_RDMA_READ)
+#define VRDMA_WR_OPS_RC	(VRDMA_WR_OPS_UC | IBV_QP_EX_WITH_RDMA_READ | \
+			 IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define VRDMA_WR_OPS_ATOMIC (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
 			     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 #define VRDMA_WR_OPS_MW	(IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
@@ -219,6 +222,22 @@ static void vrdma_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 		vrdma_wqe_set_atomic(wqe, remote_addr, rkey, add, 0);
 }
 
+/* The 8 bytes at atomic_wr are copied now: the caller may reuse them. */
+static void vrdma_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+				  uint64_t remote_addr, const void *atomic_wr)
+{
+	struct vrdma_send_wqe *wqe;
+
+	if (!atomic_wr) {
+		vrdma_wr_fail(&to_vqp_ex(qpx)->sq, EINVAL);
+		return;
+	}
+	wqe = vrdma_wr_begin(qpx, IBV_QP_EX_WITH_ATOMIC_WRITE,
+			     IBV_WR_ATOMIC_WRITE);
+	if (wqe)
+		vrdma_wqe_set_atomic_write(wqe, remote_addr, rkey, atomic_wr);
+}
+
 static void vrdma_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t rkey)
 {
 	struct vrdma_send_wqe *wqe;
@@ -257,15 +276,6 @@ static void vrdma_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr,
 	vrdma_wr_fail(&to_vqp_ex(qpx)->sq, EOPNOTSUPP);
 }
 
-static void vrdma_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
-				  uint64_t remote_addr, const void *atomic_wr)
-{
-	(void)rkey;
-	(void)remote_addr;
-	(void)atomic_wr;
-	vrdma_wr_fail(&to_vqp_ex(qpx)->sq, EOPNOTSUPP);
-}
-
 static void vrdma_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
 {
 	(void)remote_srqn;
@@ -297,7 +307,9 @@ static void vrdma_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
 {
 	struct vrdma_sq *sq = &to_vqp_ex(qpx)->sq;
 
-	if (!sq->wr.wqe || num_sge > sq->limits.max_sge) {
+	/* An ATOMIC WRITE's data is its 8 bytes, in the WQE. */
+	if (!sq->wr.wqe || num_sge > sq->limits.max_sge ||
+	    sq->wr.wqe->opcode == IBV_WR_ATOMIC_WRITE) {
 		vrdma_wr_fail(sq, EINVAL);
 		return;
 	}
@@ -328,7 +340,8 @@ static void vrdma_wr_set_inline_data_list(struct ibv_qp_ex *qpx,
 
 	if (!wqe || wqe->opcode == IBV_WR_RDMA_READ ||
 	    wqe->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	    wqe->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	    wqe->opcode == IBV_WR_ATOMIC_WRITE) {
 		vrdma_wr_fail(sq, EINVAL);
 		return;
 	}

@@ -6,6 +6,8 @@
  * so that the rest of the driver is written once, against the newer
  * interface where that is simple, else through a vrdma_ wrapper:
  *
+ *   6.2   FLUSH and ATOMIC WRITE: the MR rights and    VRDMA_ACCESS_FLUSH_*,
+ *         device capabilities that announce them      VRDMA_DEVICE_PLACEMENT
  *   6.4   class_create() lost its module argument     vrdma_class_create()
  *   6.7   the sockets' mc_loop bits became flags      vrdma_sock_no_mc_loop()
  *   6.10  __assign_str() lost its source argument     vrdma_assign_str()
@@ -26,6 +28,27 @@
 #include <linux/unaligned.h>
 #else
 #include <asm/unaligned.h>
+#endif
+
+/*
+ * The rights a FLUSH needs of the key and the QP (IB_ACCESS_FLUSH_GLOBAL,
+ * IB_ACCESS_FLUSH_PERSISTENT; 6.2), and which of them MRs and QPs may be
+ * given: global visibility only, as the device announces (no page of a
+ * vrdma MR is known to be persistent memory).  ib_core 6.1 refuses both
+ * rights on a user MR (ib_check_mr_access()), so there no key grants a
+ * FLUSH; the names keep their uverbs values, which nothing can set.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define VRDMA_ACCESS_FLUSH_GLOBAL	IB_ACCESS_FLUSH_GLOBAL
+#define VRDMA_ACCESS_FLUSH_PERSISTENT	IB_ACCESS_FLUSH_PERSISTENT
+#define VRDMA_ACCESS_FLUSH_ALLOWED	IB_ACCESS_FLUSH_GLOBAL
+#define VRDMA_DEVICE_PLACEMENT		(IB_DEVICE_FLUSH_GLOBAL | \
+					 IB_DEVICE_ATOMIC_WRITE)
+#else
+#define VRDMA_ACCESS_FLUSH_GLOBAL	BIT(8)
+#define VRDMA_ACCESS_FLUSH_PERSISTENT	BIT(9)
+#define VRDMA_ACCESS_FLUSH_ALLOWED	0
+#define VRDMA_DEVICE_PLACEMENT		0
 #endif
 
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)

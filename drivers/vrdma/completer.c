@@ -6,7 +6,9 @@
  * request up to p arrived and was executed, so every SEND and RDMA WRITE
  * whose last packet is at or before p is complete.  RDMA READs complete
  * when their response data has been placed, ATOMICs when their ATOMIC
- * ACKNOWLEDGE has brought the original value.  A NAK names the PSN that
+ * ACKNOWLEDGE has brought the original value; ATOMIC WRITEs and FLUSHes,
+ * which bring nothing back, like a SEND: by their empty RDMA READ RESPONSE
+ * or by any later ACK.  A NAK names the PSN that
  * failed: a sequence error means "resend from there" (go-back-N), an RNR
  * NAK means "no receive WQE was posted, try again after a while", and the
  * others (invalid request, remote access, remote operation error) fail the
@@ -117,7 +119,7 @@ static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 		if (swqe->state != VRDMA_SWQE_SENT ||
 		    swqe->status != IB_WC_SUCCESS)
 			break;
-		if (vrdma_wqe_rd_atomic(swqe->wqe)) {
+		if (vrdma_wqe_data_answer(swqe->wqe)) {
 			u32 expect = vrdma_read_expect(qp, swqe);
 
 			if (vrdma_psn_diff(psn, expect) >= 0) {
@@ -321,6 +323,32 @@ static void vrdma_ack(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 }
 
+/*
+ * The answer to an ATOMIC WRITE or FLUSH, the oldest WQE: an RDMA READ
+ * RESPONSE ONLY without payload, with its PSN and an ACK syndrome.  It
+ * acknowledges the request like an ACK; anything else is dropped and
+ * counted.
+ */
+static void vrdma_placement_response(struct vrdma_qp *qp, struct sk_buff *skb,
+				     struct vrdma_swqe *swqe)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_aeth *aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
+	u8 syn = be32_to_cpu(aeth->smsn) >> VRDMA_AETH_SYN_SHIFT;
+
+	if (pkt->opcode != IB_OPCODE_RC_RDMA_READ_RESPONSE_ONLY ||
+	    pkt->paylen || (syn & VRDMA_SYN_TYPE_MASK) != VRDMA_SYN_ACK) {
+		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
+		return;
+	}
+	if (pkt->psn != swqe->first_psn) {
+		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
+		return;
+	}
+	qp->req.rnr_retry = 0;
+	vrdma_ack_up_to(qp, pkt->psn);
+}
+
 static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
@@ -341,6 +369,10 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 		return;		/* nothing sent is waiting: a stale response */
 	swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
 	wqe = swqe->wqe;
+	if (vrdma_wqe_placement(wqe) && swqe->state == VRDMA_SWQE_SENT) {
+		vrdma_placement_response(qp, skb, swqe);
+		return;
+	}
 	if (wqe->opcode != IB_UVERBS_WR_RDMA_READ ||
 	    swqe->state != VRDMA_SWQE_SENT)
 		return;
@@ -491,6 +523,10 @@ static u8 vrdma_wc_opcode(u8 wr_opcode)
 		return IB_WC_COMP_SWAP;
 	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_WC_FETCH_ADD;
+	case VRDMA_WR_ATOMIC_WRITE:
+		return VRDMA_WC_ATOMIC_WRITE;
+	case VRDMA_WR_FLUSH:
+		return VRDMA_WC_FLUSH;
 	case IB_UVERBS_WR_LOCAL_INV:
 		return IB_WC_LOCAL_INV;
 	case IB_UVERBS_WR_BIND_MW:

@@ -35,6 +35,10 @@
  * a receive CQ overflow, an rkey a SEND with invalidate may not invalidate)
  * is finished here the way the packet path finishes it.
  *
+ * ATOMIC WRITE and FLUSH always go as packets (delivered inside the host
+ * all the same): they are single packets whose answer carries nothing,
+ * and their replay rules live in the responder resources.
+ *
  * Self-connected QPs, QPs of other namespaces and UC/UD use packets; so do
  * all messages when the module parameter local_direct is 0, which is how
  * the tests prove the two paths equivalent.  Counters: such messages are no

@@ -37,7 +37,8 @@
 /* Access flags we implement; ODP and the like are refused. */
 #define VRDMA_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
-			 IB_ACCESS_MW_BIND | IB_ACCESS_RELAXED_ORDERING)
+			 IB_ACCESS_MW_BIND | IB_ACCESS_RELAXED_ORDERING | \
+			 VRDMA_ACCESS_FLUSH_ALLOWED)
 
 /**
  * vrdma_mr_alloc_key() - give @mr a table index and a fresh key byte
@@ -396,8 +397,8 @@ int vrdma_mr_check(struct vrdma_mr *mr, struct vrdma_pd *pd, u32 key,
  * @qp: the responder's QP, engines owned
  * @rkey: from the packet (untrusted): an MR's or a memory window's
  * @va: first address
- * @length: bytes, not 0
- * @access: IB_ACCESS_REMOTE_* rights needed
+ * @length: bytes; 0 checks the rights only
+ * @access: IB_ACCESS_REMOTE_* (or VRDMA_ACCESS_FLUSH_*) rights needed
  * @mrp: set to the MR whose memory @va is, referenced (vrdma_mr_put())
  *
  * An MR's rkey opens its region if the MR is in @qp's PD and grants
@@ -608,6 +609,46 @@ int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
 	return 0;
 }
 
+/*
+ * The 64-bit word at @iova of @mr, through its kernel mapping: *@kaddr is
+ * what to kunmap_local() after, NULL when nothing was mapped.  Returns the
+ * word, ERR_PTR(-EINVAL) if it is not 8-byte aligned in memory (an MR
+ * whose iova and address differ modulo 8), ERR_PTR(-EFAULT) for a DMA MR
+ * address that is not kernel memory.
+ */
+static u64 *vrdma_mr_word(struct vrdma_mr *mr, u64 iova, void **kaddr)
+{
+	unsigned int poff = 0;
+	u64 *word;
+
+	*kaddr = NULL;
+	if (mr->dma) {
+		word = vrdma_mr_dma_ptr(iova, sizeof(*word));
+		if (!word)
+			return ERR_PTR(-EFAULT);
+	} else if (mr->fast_reg) {
+		unsigned int chunk;
+
+		word = vrdma_frmr_ptr(mr, iova, &chunk);
+		if (!word)
+			return ERR_PTR(-EFAULT);
+	} else {
+		struct page *page = vrdma_mr_page(mr, iova, &poff);
+
+		/* Aligned, the word cannot cross into the next page. */
+		if (poff & (sizeof(*word) - 1))
+			return ERR_PTR(-EINVAL);
+		*kaddr = kmap_local_page(page);
+		word = *kaddr + poff;
+	}
+	if ((uintptr_t)word & (sizeof(*word) - 1)) {
+		if (*kaddr)
+			kunmap_local(*kaddr);
+		return ERR_PTR(-EINVAL);
+	}
+	return word;
+}
+
 /**
  * vrdma_mr_atomic() - compare-and-swap or fetch-and-add 8 bytes of an MR
  * @mr: the MR, range checked with vrdma_mr_check() for REMOTE_ATOMIC
@@ -627,42 +668,18 @@ int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
  * in the right order.  The process's own CPU atomics on the word are
  * respected as well, although the device only promises IB_ATOMIC_HCA.
  *
- * Return: 0, -EINVAL if the word is not 8-byte aligned in memory (an MR
- * whose iova and address differ modulo 8), -EFAULT for a DMA MR address
- * that is not kernel memory.
+ * Return: 0, -EINVAL if the word is not 8-byte aligned in memory, -EFAULT
+ * for a DMA MR address that is not kernel memory.
  */
 int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig)
 {
-	unsigned int poff = 0;
-	void *kaddr = NULL;
+	void *kaddr;
 	u64 *word, old;
 
-	if (mr->dma) {
-		word = vrdma_mr_dma_ptr(iova, sizeof(*word));
-		if (!word)
-			return -EFAULT;
-	} else if (mr->fast_reg) {
-		unsigned int chunk;
-
-		word = vrdma_frmr_ptr(mr, iova, &chunk);
-		if (!word)
-			return -EFAULT;
-	} else {
-		struct page *page = vrdma_mr_page(mr, iova, &poff);
-
-		/* Aligned, the word cannot cross into the next page. */
-		if (poff & (sizeof(*word) - 1))
-			return -EINVAL;
-		kaddr = kmap_local_page(page);
-		word = kaddr + poff;
-	}
-	if ((uintptr_t)word & (sizeof(*word) - 1)) {
-		if (kaddr)
-			kunmap_local(kaddr);
-		return -EINVAL;
-	}
-
+	word = vrdma_mr_word(mr, iova, &kaddr);
+	if (IS_ERR(word))
+		return PTR_ERR(word);
 	if (cmp_swap) {
 		old = cmpxchg64(word, compare, swap_add);
 	} else {
@@ -673,6 +690,35 @@ int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
 	if (kaddr)
 		kunmap_local(kaddr);
 	*orig = old;
+	return 0;
+}
+
+/**
+ * vrdma_mr_atomic_write() - write 8 bytes of an MR at once (ATOMIC WRITE)
+ * @mr: the MR, range checked with vrdma_mr_check() for REMOTE_WRITE
+ * @iova: address of the 64-bit word, 8-byte aligned
+ * @value: the 8 bytes, in memory order
+ *
+ * One 64-bit store, so that no reader of the word sees it half written;
+ * with release order, so that whoever sees the new value also sees the
+ * data the requests before it placed (IBA annex A19).
+ *
+ * Return: 0, -EINVAL if the word is not 8-byte aligned in memory, -EFAULT
+ * for a DMA MR address that is not kernel memory.
+ */
+int vrdma_mr_atomic_write(struct vrdma_mr *mr, u64 iova, const u8 *value)
+{
+	void *kaddr;
+	u64 *word, v;
+
+	word = vrdma_mr_word(mr, iova, &kaddr);
+	if (IS_ERR(word))
+		return PTR_ERR(word);
+	memcpy(&v, value, sizeof(v));
+	/* After the data of the requests before it: see above. */
+	smp_store_release(word, v);
+	if (kaddr)
+		kunmap_local(kaddr);
 	return 0;
 }
 

@@ -261,8 +261,8 @@ int vrdma_mw_invalidate(struct vrdma_qp *qp, u32 rkey, bool remote)
  * @qp: the responder's QP, engines owned
  * @rkey: from the packet (untrusted); VRDMA_KEY_IS_MW()
  * @va: first address
- * @length: bytes, not 0
- * @access: IB_ACCESS_REMOTE_* rights needed
+ * @length: bytes; 0 checks the rights only
+ * @access: IB_ACCESS_REMOTE_* rights needed (a window grants no FLUSH)
  * @mrp: set to the window's MR, referenced (vrdma_mr_put())
  *
  * Return: 0; -EACCES if no bound window has this key, it is of another PD,

@@ -10,8 +10,8 @@
  *
  * Each entry names the extension headers twice, once as mask flags and once
  * in the header length; they must agree with each other and with the order
- * of vrdma_ext_offset() (DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt,
- * IETH), which the order of the terms below follows.
+ * of vrdma_ext_offset() (DETH, FETH, RETH, AtomicETH, AETH, AtomicAckETH,
+ * ImmDt, IETH), which the order of the terms below follows.
  */
 #include <rdma/ib_pack.h>
 
@@ -27,6 +27,7 @@
 /* Header lengths */
 #define BTH		sizeof(struct vrdma_bth)
 #define DETH		sizeof(struct vrdma_deth)
+#define FETH		sizeof(struct vrdma_feth)
 #define RETH		sizeof(struct vrdma_reth)
 #define ATMETH		sizeof(struct vrdma_atmeth)
 #define AETH		sizeof(struct vrdma_aeth)
@@ -107,6 +108,24 @@ const struct vrdma_opcode_info vrdma_opcode[256] = {
 	VRDMA_OP(RC_FETCH_ADD,
 		 RC_ATOMIC_REQ | P_ONLY | VRDMA_OPF_ATMETH, BTH + ATMETH),
 	VRDMA_OP(RC_ACKNOWLEDGE, RC_ACK | P_ONLY | VRDMA_OPF_AETH, BTH + AETH),
+
+	/*
+	 * RC: the memory placement extensions.  Each is one packet, answered
+	 * by an RDMA READ RESPONSE ONLY without payload; ATOMIC WRITE carries
+	 * the 8 bytes it writes, FLUSH nothing.
+	 */
+	[VRDMA_OPCODE_RC_FLUSH] = {
+		.name = "RC_FLUSH",
+		.mask = VRDMA_OPF_RC | VRDMA_OPF_REQ | VRDMA_OPF_FLUSH |
+			P_ONLY | VRDMA_OPF_FETH | VRDMA_OPF_RETH,
+		.hdr_len = BTH + FETH + RETH,
+	},
+	[VRDMA_OPCODE_RC_ATOMIC_WRITE] = {
+		.name = "RC_ATOMIC_WRITE",
+		.mask = VRDMA_OPF_RC | VRDMA_OPF_REQ | VRDMA_OPF_ATOMIC_WRITE |
+			VRDMA_OPF_PAYLOAD | P_ONLY | VRDMA_OPF_RETH,
+		.hdr_len = BTH + RETH,
+	},
 	VRDMA_OP(RC_ATOMIC_ACKNOWLEDGE,
 		 RC_ACK | VRDMA_OPF_ATOMIC | P_ONLY | VRDMA_OPF_AETH |
 		 VRDMA_OPF_ATMACK, BTH + AETH + ATMACK),

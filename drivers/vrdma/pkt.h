@@ -27,6 +27,13 @@
 #define VRDMA_ICRC_SIZE		4
 #define VRDMA_UDP_PORT		4791	/* ROCE_V2_UDP_DPORT */
 
+/*
+ * The RC opcodes of the memory placement extensions (IBA annex A19), which
+ * ib_pack.h names only from Linux 6.2 on.
+ */
+#define VRDMA_OPCODE_RC_FLUSH		0x1c
+#define VRDMA_OPCODE_RC_ATOMIC_WRITE	0x1d
+
 /* Base transport header, 12 bytes */
 struct vrdma_bth {
 	u8 opcode;
@@ -87,6 +94,19 @@ static inline __be32 vrdma_aeth_smsn(u8 syndrome, u32 msn)
 			   (msn & VRDMA_AETH_MSN_MASK));
 }
 
+/*
+ * FLUSH extended transport header: the selectivity level (bits 5-4: a
+ * range, or the whole MR) and the placement type (bits 3-0: global
+ * visibility, persistence), enum vrdma_flush_level and vrdma_flush_type.
+ */
+struct vrdma_feth {
+	__be32 bits;
+};
+
+#define VRDMA_FETH_PLT_MASK	0x0000000f
+#define VRDMA_FETH_SEL_MASK	0x00000030
+#define VRDMA_FETH_SEL_SHIFT	4
+
 /* Atomic extended transport header, 28 bytes */
 struct vrdma_atmeth {
 	__be64 va;
@@ -141,6 +161,9 @@ enum vrdma_opcode_flags {
 	VRDMA_OPF_RC		= BIT(20),
 	VRDMA_OPF_UC		= BIT(21),
 	VRDMA_OPF_UD		= BIT(22),
+	VRDMA_OPF_FETH		= BIT(23),
+	VRDMA_OPF_FLUSH		= BIT(24),
+	VRDMA_OPF_ATOMIC_WRITE	= BIT(25),
 };
 
 /**
@@ -197,9 +220,9 @@ static inline struct vrdma_bth *vrdma_bth(struct sk_buff *skb)
 }
 
 /*
- * Extension headers follow the BTH in the order of the IBA: DETH, RETH,
- * AtomicETH, AETH, AtomicAckETH, ImmDt, IETH.  Their offsets for an opcode
- * are fixed; vrdma_ext_offset() computes them from the mask.
+ * Extension headers follow the BTH in the order of the IBA: DETH, FETH,
+ * RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH.  Their offsets for an
+ * opcode are fixed; vrdma_ext_offset() computes them from the mask.
  */
 static inline unsigned int vrdma_ext_offset(u32 mask, u32 which)
 {
@@ -209,6 +232,10 @@ static inline unsigned int vrdma_ext_offset(u32 mask, u32 which)
 		return off;
 	if (mask & VRDMA_OPF_DETH)
 		off += sizeof(struct vrdma_deth);
+	if (which == VRDMA_OPF_FETH)
+		return off;
+	if (mask & VRDMA_OPF_FETH)
+		off += sizeof(struct vrdma_feth);
 	if (which == VRDMA_OPF_RETH)
 		return off;
 	if (mask & VRDMA_OPF_RETH)

@@ -373,7 +373,8 @@ static int vrdma_qp_check_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
 	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |
 				       IB_ACCESS_REMOTE_ATOMIC |
-				       IB_ACCESS_LOCAL_WRITE)))
+				       IB_ACCESS_LOCAL_WRITE |
+				       VRDMA_ACCESS_FLUSH_ALLOWED)))
 		return -EINVAL;
 	if ((mask & IB_QP_RETRY_CNT) &&
 	    attr->retry_cnt > VRDMA_RETRY_MAX)

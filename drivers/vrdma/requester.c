@@ -10,15 +10,18 @@
  * payload from the SGEs (or the inline data), and sends them.  An RDMA READ
  * is a single request packet that reserves one PSN per response packet; an
  * ATOMIC is a single request packet (AtomicETH) answered by one ATOMIC
- * ACKNOWLEDGE.  An RC message to a QP of this host is first offered to the
- * loopback path (loopback.c), which moves it whole, without packets.
+ * ACKNOWLEDGE; an ATOMIC WRITE (its 8 bytes in the WQE) and a FLUSH (FETH
+ * and RETH) are single packets answered by an RDMA READ RESPONSE ONLY
+ * without payload.  An RC message to a QP of this host is first offered
+ * to the loopback path (loopback.c), which moves it whole, without
+ * packets.
  *
  * At most VRDMA_WINDOW packets are unacknowledged at a time (one after a
  * timeout, until it is acknowledged: see vrdma_retry()); the completer
- * moves the window as ACKs arrive and completes the WQEs.  READs and
- * ATOMICs use a responder resource at the peer while they are outstanding,
- * so at most max_rd_atomic of them are; the next one waits for the oldest
- * to complete.
+ * moves the window as ACKs arrive and completes the WQEs.  READs,
+ * ATOMICs, ATOMIC WRITEs and FLUSHes use a responder resource at the peer
+ * while they are outstanding, so at most max_rd_atomic of them are; the
+ * next one waits for the oldest to complete.
  *
  * Local operations (BIND_MW, LOCAL_INV: mw.c; REG_MR: frmr.c) send nothing: they run when
  * the requester reaches them, in SQ order, and complete in order too.
@@ -89,6 +92,12 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 			return IB_WC_LOC_QP_OP_ERR;
 		access = IB_ACCESS_LOCAL_WRITE;
 		break;
+	case VRDMA_WR_ATOMIC_WRITE:
+	case VRDMA_WR_FLUSH:
+		/* Their operands are in the WQE: there is no data to gather. */
+		if ((wqe->flags & VRDMA_SEND_INLINE) || wqe->num_sge)
+			return IB_WC_LOC_QP_OP_ERR;
+		break;
 	case IB_UVERBS_WR_LOCAL_INV:
 	case IB_UVERBS_WR_BIND_MW:
 		break;
@@ -106,6 +115,19 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	/* No data: checked when they run (they depend on the WQEs before). */
 	if (vrdma_wqe_local(wqe))
 		return IB_WC_SUCCESS;
+	if (wqe->opcode == VRDMA_WR_ATOMIC_WRITE) {
+		swqe->length = sizeof(wqe->atomic_write.value);
+		return IB_WC_SUCCESS;
+	}
+	if (wqe->opcode == VRDMA_WR_FLUSH) {
+		/* Something to make visible, and a selectivity level known. */
+		if (!wqe->flush.type ||
+		    (wqe->flush.type & ~(VRDMA_FLUSH_GLOBAL |
+					 VRDMA_FLUSH_PERSISTENT)) ||
+		    wqe->flush.level > VRDMA_FLUSH_MR)
+			return IB_WC_LOC_QP_OP_ERR;
+		return IB_WC_SUCCESS;
+	}
 
 	if (wqe->flags & VRDMA_SEND_INLINE) {
 		if (wqe->inline_len > qp->max_inline)
@@ -201,6 +223,10 @@ static u8 vrdma_req_opcode(struct vrdma_send_wqe *wqe, bool first, bool last)
 		return IB_OPCODE_RC_COMPARE_SWAP;
 	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_OPCODE_RC_FETCH_ADD;
+	case VRDMA_WR_ATOMIC_WRITE:
+		return VRDMA_OPCODE_RC_ATOMIC_WRITE;
+	case VRDMA_WR_FLUSH:
+		return VRDMA_OPCODE_RC_FLUSH;
 	default:
 		return IB_OPCODE_RC_RDMA_READ_REQUEST;
 	}
@@ -248,6 +274,44 @@ static void vrdma_atmeth_init(struct sk_buff *skb, struct vrdma_send_wqe *wqe)
 	} else {
 		atmeth->swap_add = cpu_to_be64(wqe->atomic.compare_add);
 		atmeth->comp = 0;
+	}
+}
+
+/*
+ * The RETH of @wqe's packet: for a READ resent after a loss (@done bytes
+ * placed already), only what is missing; for a FLUSH, the range it names,
+ * next to the FETH.
+ */
+static void vrdma_reth_init(struct sk_buff *skb, struct vrdma_swqe *swqe,
+			    u32 done)
+{
+	struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
+	struct vrdma_send_wqe *wqe = swqe->wqe;
+
+	switch (wqe->opcode) {
+	case VRDMA_WR_ATOMIC_WRITE:
+		reth->va = cpu_to_be64(wqe->atomic_write.remote_addr);
+		reth->rkey = cpu_to_be32(wqe->atomic_write.rkey);
+		reth->len = cpu_to_be32(sizeof(wqe->atomic_write.value));
+		break;
+	case VRDMA_WR_FLUSH: {
+		struct vrdma_feth *feth = vrdma_ext(skb, VRDMA_OPF_FETH);
+
+		feth->bits = cpu_to_be32((wqe->flush.level <<
+					  VRDMA_FETH_SEL_SHIFT &
+					  VRDMA_FETH_SEL_MASK) |
+					 (wqe->flush.type &
+					  VRDMA_FETH_PLT_MASK));
+		reth->va = cpu_to_be64(wqe->flush.remote_addr);
+		reth->rkey = cpu_to_be32(wqe->flush.rkey);
+		reth->len = cpu_to_be32(wqe->flush.length);
+		break;
+	}
+	default:
+		reth->va = cpu_to_be64(wqe->rdma.remote_addr + done);
+		reth->rkey = cpu_to_be32(wqe->rdma.rkey);
+		reth->len = cpu_to_be32(swqe->length - done);
+		break;
 	}
 }
 
@@ -299,7 +363,10 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	bool first = offset == 0;
 	bool is_read = wqe->opcode == IB_UVERBS_WR_RDMA_READ;
 	bool rd_atomic = vrdma_wqe_rd_atomic(wqe);
-	u32 paylen = rd_atomic ? 0 : min(swqe->length - offset, qp->mtu);
+	/* One packet: an ATOMIC WRITE's 8 bytes, or no payload. */
+	u32 paylen = rd_atomic ? (wqe->opcode == VRDMA_WR_ATOMIC_WRITE ?
+				  swqe->length : 0) :
+				 min(swqe->length - offset, qp->mtu);
 	bool last = rd_atomic || offset + paylen == swqe->length;
 	/* A READ resent after a loss asks only for what is missing. */
 	u32 done = is_read ? swqe->read_done : 0;
@@ -327,13 +394,8 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	}
 	pkt = vrdma_pkt(skb);
 
-	if (pkt->mask & VRDMA_OPF_RETH) {
-		struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
-
-		reth->va = cpu_to_be64(wqe->rdma.remote_addr + done);
-		reth->rkey = cpu_to_be32(wqe->rdma.rkey);
-		reth->len = cpu_to_be32(swqe->length - done);
-	}
+	if (pkt->mask & VRDMA_OPF_RETH)
+		vrdma_reth_init(skb, swqe, done);
 	if (pkt->mask & VRDMA_OPF_ATMETH)
 		vrdma_atmeth_init(skb, wqe);
 	if (pkt->mask & VRDMA_OPF_IMMDT) {
@@ -346,8 +408,11 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 
 		ieth->rkey = cpu_to_be32(wqe->ex.invalidate_rkey);
 	}
-	if (paylen && gather &&
-	    vrdma_swqe_gather(qp, wqe, offset, vrdma_payload(skb), paylen)) {
+	if (pkt->mask & VRDMA_OPF_ATOMIC_WRITE) {
+		memcpy(vrdma_payload(skb), wqe->atomic_write.value, paylen);
+	} else if (paylen && gather &&
+		   vrdma_swqe_gather(qp, wqe, offset, vrdma_payload(skb),
+				     paylen)) {
 		kfree_skb(skb);
 		swqe->status = IB_WC_LOC_PROT_ERR;
 		return 0;

@@ -18,17 +18,23 @@
  *   ATOMIC      the same check for 8 aligned bytes, then compare-and-swap
  *               or fetch-and-add; an ATOMIC ACKNOWLEDGE carries the
  *               original value back
+ *   ATOMIC WRITE  the same check for 8 aligned bytes (REMOTE_WRITE), then
+ *               one 8-byte store; FLUSH: the rkey must grant the FLUSH
+ *               rights asked for on the range (or its MR), then the data
+ *               placed before is made visible; both are answered by an
+ *               RDMA READ RESPONSE ONLY without payload
  *
  * and, when the requester asked (AckReq), sends an ACK.  Errors are NAKed:
  * a PSN gap with a sequence error NAK, a missing receive WQE with an RNR
  * NAK, and invalid requests, access violations and local errors with a NAK
  * that also puts this QP in error.
  *
- * Responder resources: the last max_dest_rd_atomic READs and ATOMICs are
- * remembered, so that a duplicate -- the requester resends it because the
- * answer was lost -- is answered from there: an ATOMIC is never executed
- * twice, and a READ is answered again only within what the original asked
- * for and was granted.  A "duplicate" that matches no resource executes
+ * Responder resources: the last max_dest_rd_atomic READs, ATOMICs, ATOMIC
+ * WRITEs and FLUSHes are remembered, so that a duplicate -- the requester
+ * resends it because the answer was lost -- is answered from there: an
+ * ATOMIC (or ATOMIC WRITE, or FLUSH) is never executed twice, and a READ
+ * is answered again only within what the original asked for and was
+ * granted.  A "duplicate" that matches no resource executes
  * nothing.
  *
  * A UC responder runs the same checks and executes SENDs and WRITEs the
@@ -196,16 +202,18 @@ static struct vrdma_rd_atomic *vrdma_res_new(struct vrdma_qp *qp, u8 type,
 	return res;
 }
 
-/* The resource of the ATOMIC with PSN @psn, if it is still remembered. */
-static struct vrdma_rd_atomic *vrdma_res_find_atomic(struct vrdma_qp *qp,
-						     u32 psn)
+/*
+ * The resource of the single-packet request (ATOMIC, ATOMIC WRITE, FLUSH:
+ * @type) with PSN @psn, if it is still remembered.
+ */
+static struct vrdma_rd_atomic *vrdma_res_find(struct vrdma_qp *qp, u8 type,
+					      u32 psn)
 {
 	struct vrdma_resp *resp = &qp->resp;
 	u32 i;
 
 	for (i = 0; i < resp->res_num; i++)
-		if (resp->res[i].type == VRDMA_RES_ATOMIC &&
-		    resp->res[i].psn == psn)
+		if (resp->res[i].type == type && resp->res[i].psn == psn)
 			return &resp->res[i];
 	return NULL;
 }
@@ -246,6 +254,29 @@ static void vrdma_send_atomic_ack(struct vrdma_qp *qp,
 				     res->msn);
 	atmack = vrdma_ext(skb, VRDMA_OPF_ATMACK);
 	atmack->orig = cpu_to_be64(res->orig);
+	vrdma_bth_init(skb, qp->attr.dest_qp_num, res->psn, false, false);
+	vrdma_pkt_send(qp->vdev, &qp->av, skb);
+}
+
+/*
+ * Send the answer of the ATOMIC WRITE or FLUSH of @res: an RDMA READ
+ * RESPONSE ONLY without payload, as rdma_rxe answers them, with its PSN and
+ * MSN.
+ */
+static void vrdma_send_placement_ack(struct vrdma_qp *qp,
+				     const struct vrdma_rd_atomic *res)
+{
+	struct vrdma_aeth *aeth;
+	struct sk_buff *skb;
+
+	vrdma_flush_ack(qp);	/* responses leave in PSN order */
+	skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
+			      IB_OPCODE_RC_RDMA_READ_RESPONSE_ONLY, 0);
+	if (!skb)
+		return;	/* the requester resends; the answer is kept */
+	aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
+	aeth->smsn = vrdma_aeth_smsn(VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT,
+				     res->msn);
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, res->psn, false, false);
 	vrdma_pkt_send(qp->vdev, &qp->av, skb);
 }
@@ -546,6 +577,139 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 }
 
 /*
+ * An ATOMIC WRITE: 8 bytes written at once at the RETH's address.  IBA
+ * annex A19: the RETH's length and the payload must be those 8 bytes and
+ * the address 8-byte aligned, else the request is invalid; the rkey must
+ * grant REMOTE_WRITE on them (as rdma_rxe asks), else it is a remote
+ * access error.  Executed once: a duplicate is answered from its resource.
+ */
+static void vrdma_exec_atomic_write(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
+	u64 va = be64_to_cpu(reth->va);
+	u32 rkey = be32_to_cpu(reth->rkey);
+	struct vrdma_rd_atomic *res;
+	u8 value[sizeof(u64)];
+	struct vrdma_mr *mr;
+	int ret;
+
+	if (be32_to_cpu(reth->len) != sizeof(value) ||
+	    pkt->paylen != sizeof(value) || pkt->pad ||
+	    (va & (sizeof(u64) - 1)) ||
+	    skb_copy_bits(skb, pkt->hdr_len, value, sizeof(value))) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return;
+	}
+	ret = vrdma_rkey_get(qp, rkey, va, sizeof(value),
+			     IB_ACCESS_REMOTE_WRITE, &mr);
+	if (!ret) {
+		ret = vrdma_mr_atomic_write(mr, va, value);
+		vrdma_mr_put(mr);
+	}
+	if (ret == -EINVAL) {
+		/* Aligned in the MR, not in memory (iova != address). */
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if (ret) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
+				 IB_EVENT_QP_ACCESS_ERR);
+		return;
+	}
+	vrdma_resp_advance(qp, 1, true);
+	res = vrdma_res_new(qp, VRDMA_RES_ATOMIC_WRITE, pkt->psn);
+	res->msn = qp->resp.msn;
+	vrdma_send_placement_ack(qp, res);
+}
+
+/*
+ * A FLUSH: the FETH says what to make of the data placed so far -- global
+ * visibility, persistence, or both (a type without either, or with
+ * reserved bits, is invalid) -- and of which memory: the RETH's range, or
+ * the whole MR its rkey names (selectivity level).  The rkey must grant the
+ * FLUSH right of each type asked for (IB_ACCESS_FLUSH_GLOBAL,
+ * IB_ACCESS_FLUSH_PERSISTENT) on that range, else it is a remote access
+ * error; without them the QP does not support the request.  No MR of this device
+ * is given the persistent right: its pages are ordinary memory.
+ */
+static void vrdma_exec_flush(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_feth *feth = vrdma_ext(skb, VRDMA_OPF_FETH);
+	struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
+	u32 bits = be32_to_cpu(feth->bits);
+	u32 type = bits & VRDMA_FETH_PLT_MASK;
+	u32 level = (bits & VRDMA_FETH_SEL_MASK) >> VRDMA_FETH_SEL_SHIFT;
+	u32 rkey = be32_to_cpu(reth->rkey);
+	u32 len = be32_to_cpu(reth->len);
+	struct vrdma_rd_atomic *res;
+	struct vrdma_mr *mr;
+	int access = 0;
+
+	if (!type || (type & ~(VRDMA_FLUSH_GLOBAL | VRDMA_FLUSH_PERSISTENT)) ||
+	    level > VRDMA_FLUSH_MR || len > (1U << 31)) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return;
+	}
+	if (type & VRDMA_FLUSH_GLOBAL)
+		access |= VRDMA_ACCESS_FLUSH_GLOBAL;
+	if (type & VRDMA_FLUSH_PERSISTENT)
+		access |= VRDMA_ACCESS_FLUSH_PERSISTENT;
+	/* The QP must grant them too, as in rdma_rxe. */
+	if ((qp->attr.qp_access_flags & access) != access) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return;
+	}
+	/* The whole MR: its rights, no range; a window is not an MR. */
+	if (level == VRDMA_FLUSH_MR)
+		len = 0;
+	if ((level == VRDMA_FLUSH_MR && VRDMA_KEY_IS_MW(rkey)) ||
+	    vrdma_rkey_get(qp, rkey, be64_to_cpu(reth->va), len, access,
+			   &mr)) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
+				 IB_EVENT_QP_ACCESS_ERR);
+		return;
+	}
+	vrdma_mr_put(mr);
+	/*
+	 * The requests before it were placed by CPU stores into the pinned
+	 * pages, possibly on another CPU; whoever is told of the FLUSH must
+	 * see them.
+	 */
+	smp_mb();
+	vrdma_resp_advance(qp, 1, true);
+	res = vrdma_res_new(qp, VRDMA_RES_FLUSH, pkt->psn);
+	res->msn = qp->resp.msn;
+	vrdma_send_placement_ack(qp, res);
+}
+
+/*
+ * A duplicate ATOMIC WRITE or FLUSH: answered again from its resource,
+ * never executed again; one no longer remembered is dropped, as an ATOMIC.
+ */
+static void vrdma_duplicate_placement(struct vrdma_qp *qp,
+				      struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_rd_atomic *res;
+
+	res = vrdma_res_find(qp, (pkt->mask & VRDMA_OPF_FLUSH) ?
+			     VRDMA_RES_FLUSH : VRDMA_RES_ATOMIC_WRITE,
+			     pkt->psn);
+	if (!res) {
+		vrdma_count(qp->vdev, VRDMA_CNT_ATOMIC_REPLAY_MISS);
+		return;
+	}
+	vrdma_count(qp->vdev, VRDMA_CNT_ATOMIC_REPLAYED);
+	vrdma_send_placement_ack(qp, res);
+}
+
+/*
  * A duplicate ATOMIC: its answer was lost.  Answer it again from the
  * replay cache; executing it again would apply it twice.  One no longer
  * there is older than anything a requester keeping to max_rd_atomic can
@@ -555,7 +719,7 @@ static void vrdma_duplicate_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_rd_atomic *res;
 
-	res = vrdma_res_find_atomic(qp, vrdma_pkt(skb)->psn);
+	res = vrdma_res_find(qp, VRDMA_RES_ATOMIC, vrdma_pkt(skb)->psn);
 	if (!res) {
 		vrdma_count(qp->vdev, VRDMA_CNT_ATOMIC_REPLAY_MISS);
 		return;
@@ -730,8 +894,8 @@ static void vrdma_duplicate_read(struct vrdma_qp *qp, struct sk_buff *skb)
  * ACK was lost or is late, or the requester went back further than needed.
  * SENDs and WRITEs are acknowledged again and never executed twice (they
  * consume no receive WQE); a READ is answered again, from the memory as it
- * is now, which is what the requester asks for; an ATOMIC is answered from
- * the replay cache.
+ * is now, which is what the requester asks for; an ATOMIC, ATOMIC WRITE or
+ * FLUSH is answered from the replay cache.
  */
 static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
 {
@@ -740,6 +904,10 @@ static void vrdma_duplicate(struct vrdma_qp *qp, struct sk_buff *skb)
 	vrdma_count(qp->vdev, VRDMA_CNT_DUP_REQ);
 	if (pkt->mask & VRDMA_OPF_ATOMIC) {
 		vrdma_duplicate_atomic(qp, skb);
+		return;
+	}
+	if (pkt->mask & (VRDMA_OPF_ATOMIC_WRITE | VRDMA_OPF_FLUSH)) {
+		vrdma_duplicate_placement(qp, skb);
 		return;
 	}
 	if (pkt->mask & VRDMA_OPF_READ) {
@@ -883,7 +1051,7 @@ static bool vrdma_rc_allowed(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
 				 IB_EVENT_QP_REQ_ERR);
 		return false;
 	}
-	if (((pkt->mask & VRDMA_OPF_WRITE) &&
+	if (((pkt->mask & (VRDMA_OPF_WRITE | VRDMA_OPF_ATOMIC_WRITE)) &&
 	     !(access & IB_ACCESS_REMOTE_WRITE)) ||
 	    ((pkt->mask & VRDMA_OPF_READ) &&
 	     !(access & IB_ACCESS_REMOTE_READ))) {
@@ -893,12 +1061,15 @@ static bool vrdma_rc_allowed(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
 	}
 	/*
 	 * An ATOMIC on a QP without REMOTE_ATOMIC is an operation the QP does
-	 * not support, and a READ or ATOMIC without a single responder
-	 * resource one it cannot take: both Invalid Request (IBA class C).
+	 * not support (so is a FLUSH on one without the FLUSH rights of its
+	 * placement type: vrdma_exec_flush()), and a READ, ATOMIC, ATOMIC
+	 * WRITE or FLUSH without a single responder resource one it cannot
+	 * take: all Invalid Request (IBA class C).
 	 */
 	if (((pkt->mask & VRDMA_OPF_ATOMIC) &&
 	     !(access & IB_ACCESS_REMOTE_ATOMIC)) ||
-	    ((pkt->mask & (VRDMA_OPF_READ | VRDMA_OPF_ATOMIC)) &&
+	    ((pkt->mask & (VRDMA_OPF_READ | VRDMA_OPF_ATOMIC |
+			   VRDMA_OPF_ATOMIC_WRITE | VRDMA_OPF_FLUSH)) &&
 	     !qp->resp.res_num)) {
 		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
 				 IB_EVENT_QP_REQ_ERR);
@@ -944,7 +1115,8 @@ static void vrdma_rc_executed(struct vrdma_qp *qp, struct sk_buff *skb,
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 
 	qp->resp.opcode = pkt->opcode;
-	if (pkt->mask & VRDMA_OPF_ATOMIC)
+	if (pkt->mask & (VRDMA_OPF_ATOMIC | VRDMA_OPF_ATOMIC_WRITE |
+			 VRDMA_OPF_FLUSH))
 		return;	/* answered, PSN and MSN moved on */
 	if (pkt->mask & VRDMA_OPF_READ) {
 		struct vrdma_reth *reth = vrdma_ext(skb, VRDMA_OPF_RETH);
@@ -1019,6 +1191,10 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_exec_write(qp, skb);
 	else if (pkt->mask & VRDMA_OPF_ATOMIC)
 		vrdma_exec_atomic(qp, skb);
+	else if (pkt->mask & VRDMA_OPF_ATOMIC_WRITE)
+		vrdma_exec_atomic_write(qp, skb);
+	else if (pkt->mask & VRDMA_OPF_FLUSH)
+		vrdma_exec_flush(qp, skb);
 	else
 		vrdma_exec_read(qp, skb);
 	if (qp->state != IB_QPS_ERR)

@@ -136,13 +136,16 @@ enum vrdma_res_type {
 	VRDMA_RES_FREE,
 	VRDMA_RES_READ,
 	VRDMA_RES_ATOMIC,
+	VRDMA_RES_ATOMIC_WRITE,
+	VRDMA_RES_FLUSH,
 };
 
 /**
- * struct vrdma_rd_atomic - a responder resource: one READ or ATOMIC executed
+ * struct vrdma_rd_atomic - a responder resource: one READ, ATOMIC, ATOMIC
+ *	WRITE or FLUSH executed
  * @type: enum vrdma_res_type
  * @psn: the request's PSN
- * @msn: ATOMIC: the MSN its ATOMIC ACKNOWLEDGE carried
+ * @msn: ATOMIC, ATOMIC WRITE, FLUSH: the MSN its answer carried
  * @orig: ATOMIC: the value the word had before, the answer
  * @va: READ: the address it read from
  * @rkey: READ: its rkey
@@ -153,7 +156,9 @@ enum vrdma_res_type {
  * original request.  A READ is answered again, but only for what the
  * original asked and was granted: its PSNs, a part of its range, its key
  * (checked again); an ATOMIC must not be executed again, so its answer is
- * kept here and sent again.
+ * kept here and sent again.  So is the (empty) answer of an ATOMIC WRITE,
+ * which executed again could overwrite a later write of the word, and of
+ * a FLUSH.
  */
 struct vrdma_rd_atomic {
 	u8 type;

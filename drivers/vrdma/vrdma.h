@@ -617,12 +617,33 @@ static inline bool vrdma_qp_is_ud(const struct vrdma_qp *qp)
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
 }
 
-/* RDMA READ and ATOMIC requests use responder resources at the peer. */
-static inline bool vrdma_wqe_rd_atomic(const struct vrdma_send_wqe *wqe)
+/*
+ * ATOMIC WRITE and FLUSH: one request packet each, answered by an RDMA
+ * READ RESPONSE ONLY without payload.  The answer brings nothing back, so
+ * an ACK of a later request completes them too: the responder executes in
+ * order.
+ */
+static inline bool vrdma_wqe_placement(const struct vrdma_send_wqe *wqe)
+{
+	return wqe->opcode == VRDMA_WR_ATOMIC_WRITE ||
+	       wqe->opcode == VRDMA_WR_FLUSH;
+}
+
+/* RDMA READ and ATOMIC: only their answers, which carry data, complete. */
+static inline bool vrdma_wqe_data_answer(const struct vrdma_send_wqe *wqe)
 {
 	return wqe->opcode == IB_UVERBS_WR_RDMA_READ ||
 	       wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
 	       wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/*
+ * READs, ATOMICs, ATOMIC WRITEs and FLUSHes use responder resources at the
+ * peer: at most max_rd_atomic are outstanding, and a fence waits for them.
+ */
+static inline bool vrdma_wqe_rd_atomic(const struct vrdma_send_wqe *wqe)
+{
+	return vrdma_wqe_data_answer(wqe) || vrdma_wqe_placement(wqe);
 }
 
 static inline bool vrdma_wqe_atomic(const struct vrdma_send_wqe *wqe)
@@ -757,6 +778,7 @@ int vrdma_sgl_add_frags(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 			struct sk_buff *skb, u32 length);
 int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig);
+int vrdma_mr_atomic_write(struct vrdma_mr *mr, u64 iova, const u8 *value);
 
 /* mw.c */
 int vrdma_mw_dev_init(struct vrdma_dev *vdev);

@@ -7,7 +7,13 @@
  * READs and ATOMICs in flight beyond max_rd_atomic, two QPs (on two
  * devices) adding to the same word at once, and the responder's replay
  * cache: with answers dropped on a veth, every atomic is applied exactly
- * once and duplicates are answered from the cache.
+ * once and duplicates are answered from the cache.  ATOMIC WRITE and FLUSH
+ * (written into the SQ ring: rdma-core 44 has no ibv_wr_flush()): their
+ * data and completions, and the errors (misaligned, bad rkey, no
+ * REMOTE_WRITE or FLUSH right, out of range, persistence, malformed WQEs);
+ * on ib_core 6.1, where nothing can have the FLUSH rights, a FLUSH is
+ * refused.  Both go as packets also between QPs of one host (the loopback
+ * variant delivers them inside the driver).
  *
  * Variants as in rc_test.c: "loopback" (both QPs on one device) and
  * "two_devices" (one QP on each end of a veth pair). VRDMA_TEST_TYPE=rxe
@@ -25,9 +31,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "rc_lib.h"
 #include "rc_suite.h"
+
+#include "vrdma.h"
 
 /* QP access and target MR access that allow atomics. */
 #define AT_QP_ACCESS	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
@@ -794,38 +803,371 @@ TEST_F(atomic, local_length)
 			 "16-byte result buffer");
 }
 
+/* ---- ATOMIC WRITE and FLUSH --------------------------------------------- */
+
 /*
- * ATOMIC WRITE (rdma-core's IBV_WR_ATOMIC_WRITE) needs ib_core 6.2: the
- * WR completes with a local QP operation error, and nothing is sent.
+ * IB_ACCESS_FLUSH_GLOBAL: ib_core 6.2 on; rdma-core 44 names it not, nor
+ * has it ibv_wr_flush().  The tests write their WQEs into vrdma's SQ ring
+ * (uapi/rdma/vrdma-abi.h), as the provider's builders do, and ring.
  */
-TEST_F(atomic, atomic_write_unsupported)
+#define AT_FLUSH_GLOBAL	(1 << 8)
+
+/* The doorbell the provider rings: POST_SEND without work requests. */
+static int sq_doorbell(struct ibv_qp *qp)
+{
+	struct ib_uverbs_post_send_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} req = {
+		.hdr = {
+			.command = IB_USER_VERBS_CMD_POST_SEND,
+			.in_words = sizeof(req) / 4,
+			.out_words = sizeof(resp) / 4,
+		},
+		.cmd = {
+			.response = (uintptr_t)&resp,
+			.qp_handle = qp->handle,
+			.wqe_size = sizeof(struct ib_uverbs_send_wr),
+		},
+	};
+
+	return write(qp->context->cmd_fd, &req, sizeof(req)) == sizeof(req) ?
+	       0 : errno;
+}
+
+/* Post @w into @qp's SQ ring and ring. */
+static void ring_post(struct __test_metadata *_metadata, struct ibv_qp *qp,
+		      const struct vrdma_send_wqe *w)
+{
+	struct vrdma_uring *r = &to_vqp(qp)->sq.ring;
+	struct vrdma_send_wqe *slot = vrdma_uring_entry(r, r->head);
+
+	memset(slot, 0, r->entry_size);
+	memcpy(slot, w, sizeof(*w));
+	r->head++;
+	vrdma_uring_publish(r);
+	ASSERT_EQ(0, sq_doorbell(qp));
+}
+
+static void atomic_write_wqe(struct vrdma_send_wqe *w, uint64_t wr_id,
+			     void *raddr, uint32_t rkey, uint64_t value)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr_id;
+	w->opcode = VRDMA_WR_ATOMIC_WRITE;
+	w->flags = VRDMA_SEND_SIGNALED;
+	vrdma_wqe_set_atomic_write(w, (uintptr_t)raddr, rkey, &value);
+}
+
+static void flush_wqe(struct vrdma_send_wqe *w, uint64_t wr_id, void *raddr,
+		      uint32_t rkey, uint32_t len, uint8_t type, uint8_t level)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = wr_id;
+	w->opcode = VRDMA_WR_FLUSH;
+	w->flags = VRDMA_SEND_SIGNALED;
+	vrdma_wqe_set_flush(w, (uintptr_t)raddr, rkey, len, type, level);
+}
+
+/*
+ * A pair whose QPs also grant FLUSH and an MR over B's buffer that does,
+ * where ib_core lets an MR have the right (6.2 on): NULL before.
+ */
+static struct ibv_mr *env_create_flush(struct __test_metadata *_metadata,
+				       FIXTURE_DATA(atomic) *self,
+				       struct at_env *e)
+{
+	struct rc_opts o = { .access = AT_QP_ACCESS };
+	struct ibv_mr *mr;
+	struct rc_buf probe;
+
+	/* Which kernel: may an MR have the right? */
+	memset(&probe, 0, sizeof(probe));
+	probe.p = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, probe.p);
+	mr = ibv_reg_mr(self->da->pd, probe.p, 4096,
+			RC_ACCESS_ALL | AT_FLUSH_GLOBAL);
+	if (mr) {
+		ibv_dereg_mr(mr);
+		o.access |= AT_FLUSH_GLOBAL;
+	}
+	munmap(probe.p, 4096);
+	env_create(_metadata, e, self->da, self->db, &o);
+	if (!(o.access & AT_FLUSH_GLOBAL))
+		return NULL;
+	mr = ibv_reg_mr(self->db->pd, e->rb.p, e->rb.size,
+			AT_MR_ACCESS | AT_FLUSH_GLOBAL);
+	EXPECT_NE(NULL, mr);
+	return mr;
+}
+
+/* A's next completion: @wr_id with @status (and @opcode on success). */
+static void expect_wc(struct __test_metadata *_metadata, struct at_env *e,
+		      uint64_t wr_id, enum ibv_wc_status status, int opcode,
+		      uint32_t byte_len, const char *what)
+{
+	struct ibv_wc wc;
+
+	ASSERT_EQ(1, rc_poll(e->p.a.scq, &wc, 1, RC_TIMEOUT_MS)) {
+		TH_LOG("%s: no completion", what);
+	}
+	rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
+		.wr_id = wr_id, .status = status,
+		.opcode = (enum ibv_wc_opcode)opcode,
+		.qp_num = e->p.a.qp->qp_num,
+	}, what);
+	if (status == IBV_WC_SUCCESS)
+		EXPECT_EQ(byte_len, wc.byte_len) {
+			TH_LOG("%s: byte_len", what);
+		}
+}
+
+/*
+ * ATOMIC WRITE: the 8 bytes land at once, in memory order, and nothing
+ * else changes; IBV_WC_ATOMIC_WRITE with 8 bytes.  24 in a row, more than
+ * max_rd_atomic, to 4 words: in order, the last one to each word stays.
+ * ibv_post_send() has no room for the value: EINVAL.
+ */
+TEST_F(atomic, atomic_write)
+{
+	struct at_env *e = &self->e;
+	struct vrdma_send_wqe w;
+	struct ibv_send_wr wr, *bad = NULL;
+	struct ibv_sge sge;
+	uint8_t *rimg;
+	int i;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	env_create(_metadata, e, self->da, self->db, NULL);
+	rc_fill(e->rb.p, e->rb.size, 0x61, 0);
+	rimg = malloc(e->rb.size);
+	ASSERT_NE(NULL, rimg);
+	memcpy(rimg, e->rb.p, e->rb.size);
+	for (i = 0; i < 24; i++) {
+		uint64_t v = 0x0102030405060708ull * (i + 1);
+
+		atomic_write_wqe(&w, 0xa0 + i, e->rb.p + 64 + 8 * (i % 4),
+				 e->rb.mr->rkey, v);
+		ring_post(_metadata, e->p.a.qp, &w);
+		memcpy(rimg + 64 + 8 * (i % 4), &v, 8);
+	}
+	for (i = 0; i < 24; i++)
+		expect_wc(_metadata, e, 0xa0 + i, IBV_WC_SUCCESS,
+			  VRDMA_WC_ATOMIC_WRITE, 8, "ATOMIC WRITE");
+	EXPECT_SAME_BYTES(e->rb.p, rimg, e->rb.size, "responder memory");
+	free(rimg);
+
+	env_atomic_wr(e, &wr, &sge, 0x15, IBV_WR_ATOMIC_WRITE, 0, 0, 0, 0);
+	EXPECT_EQ(EINVAL, ibv_post_send(e->p.a.qp, &wr, &bad));
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(e->p.a.qp));
+}
+
+/*
+ * A placement request @w that fails: A gets @status, both QPs go to error
+ * (for a remote error), no byte of B's buffer changes; then a new pair
+ * works.
+ */
+static void placement_error(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(atomic) *self,
+			    const struct vrdma_send_wqe *w,
+			    enum ibv_wc_status status, const char *what)
+{
+	struct at_env *e = &self->e;
+	uint8_t *rimg = malloc(e->rb.size);
+
+	ASSERT_NE(NULL, rimg);
+	rc_fill(e->rb.p, e->rb.size, 0x62, 0);
+	memcpy(rimg, e->rb.p, e->rb.size);
+	ring_post(_metadata, e->p.a.qp, w);
+	expect_wc(_metadata, e, w->wr_id, status, 0, 0, what);
+	if (status != IBV_WC_LOC_QP_OP_ERR) {
+		usleep(RC_QUIET_MS * 1000);
+		EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.b.qp)) {
+			TH_LOG("%s: responder QP state", what);
+		}
+	}
+	EXPECT_SAME_BYTES(e->rb.p, rimg, e->rb.size, "responder memory");
+	free(rimg);
+	fresh_pair_works(_metadata, self);
+}
+
+TEST_F(atomic, atomic_write_misaligned)
+{
+	struct vrdma_send_wqe w;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	atomic_write_wqe(&w, 0xb1, self->e.rb.p + 68, self->e.rb.mr->rkey, 1);
+	placement_error(_metadata, self, &w, IBV_WC_REM_INV_REQ_ERR,
+			"ATOMIC WRITE at +68");
+}
+
+TEST_F(atomic, atomic_write_bad_rkey)
+{
+	struct vrdma_send_wqe w;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	atomic_write_wqe(&w, 0xb2, self->e.rb.p + 64,
+			 self->e.rb.mr->rkey ^ 0x40, 1);
+	placement_error(_metadata, self, &w, IBV_WC_REM_ACCESS_ERR,
+			"ATOMIC WRITE, bad rkey");
+}
+
+/* REMOTE_ATOMIC is not REMOTE_WRITE: ATOMIC WRITE needs the latter. */
+TEST_F(atomic, atomic_write_no_remote_write)
+{
+	struct vrdma_send_wqe w;
+	struct ibv_mr *mr;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	mr = ibv_reg_mr(self->db->pd, self->e.rb.p, self->e.rb.size,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC);
+	ASSERT_NE(NULL, mr);
+	atomic_write_wqe(&w, 0xb3, self->e.rb.p + 64, mr->rkey, 1);
+	placement_error(_metadata, self, &w, IBV_WC_REM_ACCESS_ERR,
+			"ATOMIC WRITE, no REMOTE_WRITE");
+	ibv_dereg_mr(mr);
+}
+
+/* A WQE with SGEs, or with inline data: a local error, nothing sent. */
+TEST_F(atomic, atomic_write_with_sge)
+{
+	struct vrdma_send_wqe w;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	atomic_write_wqe(&w, 0xb4, self->e.rb.p + 64, self->e.rb.mr->rkey, 1);
+	w.num_sge = 1;
+	placement_error(_metadata, self, &w, IBV_WC_LOC_QP_OP_ERR,
+			"ATOMIC WRITE with an SGE");
+}
+
+/*
+ * FLUSH of a range and of the whole MR: IBV_WC_FLUSH, behind an RDMA
+ * WRITE whose data is there when it completes.  Without the FLUSH rights
+ * (ib_core 6.1: none can be had) the QP refuses it: Invalid Request.
+ */
+TEST_F(atomic, flush)
 {
 	struct at_env *e = &self->e;
 	struct ibv_send_wr wr, *bad = NULL;
+	struct vrdma_send_wqe w;
+	struct ibv_mr *fmr;
 	struct ibv_sge sge;
-	struct ibv_wc wc;
-	int ret;
 
-	env_create(_metadata, e, self->da, self->db, NULL);
-	wr64(e->rb.p, 1000);
-	wr64(e->la.p, 2000);
-	env_atomic_wr(e, &wr, &sge, 0x15, IBV_WR_ATOMIC_WRITE, 0, 0, 0, 0);
-	wr.wr.rdma.remote_addr = (uintptr_t)e->rb.p;
-	wr.wr.rdma.rkey = e->rb.mr->rkey;
-	ret = ibv_post_send(e->p.a.qp, &wr, &bad);
-	if (ret && rc_cfg.is_rxe) {
-		RC_QUIRK("IBV_WR_ATOMIC_WRITE refused by ibv_post_send: %s",
-			 strerror(ret));
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	fmr = env_create_flush(_metadata, self, e);
+	if (!fmr) {
+		flush_wqe(&w, 0xc0, e->rb.p, e->rb.mr->rkey, 4096,
+			  VRDMA_FLUSH_GLOBAL, VRDMA_FLUSH_RANGE);
+		placement_error(_metadata, self, &w, IBV_WC_REM_INV_REQ_ERR,
+				"FLUSH without FLUSH rights (ib_core 6.1)");
 		return;
 	}
-	ASSERT_EQ(0, ret);
-	ASSERT_EQ(1, rc_poll(e->p.a.scq, &wc, 1, RC_TIMEOUT_MS));
-	rc_wc_check(_metadata, &wc, &(struct rc_wc_exp){
-		.wr_id = 0x15, .status = IBV_WC_LOC_QP_OP_ERR,
-		.qp_num = e->p.a.qp->qp_num,
-	}, "ATOMIC WRITE");
-	usleep(RC_QUIET_MS * 1000);
-	EXPECT_EQ(1000, rd64(e->rb.p));
+	rc_fill(e->la.p, 4096, 0x63, 0);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)e->la.p, .length = 4096,
+				.lkey = e->la.mr->lkey };
+	wr = (struct ibv_send_wr){ .wr_id = 0xc1, .opcode = IBV_WR_RDMA_WRITE,
+				   .sg_list = &sge, .num_sge = 1 };
+	wr.wr.rdma.remote_addr = (uintptr_t)e->rb.p;
+	wr.wr.rdma.rkey = e->rb.mr->rkey;
+	ASSERT_EQ(0, ibv_post_send(e->p.a.qp, &wr, &bad));
+	flush_wqe(&w, 0xc2, e->rb.p, fmr->rkey, 4096, VRDMA_FLUSH_GLOBAL,
+		  VRDMA_FLUSH_RANGE);
+	ring_post(_metadata, e->p.a.qp, &w);
+	expect_wc(_metadata, e, 0xc2, IBV_WC_SUCCESS, VRDMA_WC_FLUSH, 0,
+		  "FLUSH of a range");
+	EXPECT_SAME_BYTES(e->rb.p, e->la.p, 4096, "the data flushed");
+	flush_wqe(&w, 0xc3, NULL, fmr->rkey, 0, VRDMA_FLUSH_GLOBAL,
+		  VRDMA_FLUSH_MR);
+	ring_post(_metadata, e->p.a.qp, &w);
+	expect_wc(_metadata, e, 0xc3, IBV_WC_SUCCESS, VRDMA_WC_FLUSH, 0,
+		  "FLUSH of the MR");
+	ibv_dereg_mr(fmr);
+}
+
+/* The rkey must grant FLUSH (e->rb.mr does not); a bad one, nothing. */
+TEST_F(atomic, flush_no_right)
+{
+	struct vrdma_send_wqe w;
+	struct ibv_mr *fmr;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	fmr = env_create_flush(_metadata, self, &self->e);
+	if (!fmr)
+		SKIP(return, "no FLUSH rights on this kernel (ib_core 6.1)");
+	ibv_dereg_mr(fmr);
+	flush_wqe(&w, 0xc4, self->e.rb.p, self->e.rb.mr->rkey, 4096,
+		  VRDMA_FLUSH_GLOBAL, VRDMA_FLUSH_RANGE);
+	placement_error(_metadata, self, &w, IBV_WC_REM_ACCESS_ERR,
+			"FLUSH, key without the FLUSH right");
+}
+
+TEST_F(atomic, flush_out_of_range)
+{
+	struct vrdma_send_wqe w;
+	struct ibv_mr *fmr;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	fmr = env_create_flush(_metadata, self, &self->e);
+	if (!fmr)
+		SKIP(return, "no FLUSH rights on this kernel (ib_core 6.1)");
+	flush_wqe(&w, 0xc5, self->e.rb.p + 4096, fmr->rkey, AT_BUF,
+		  VRDMA_FLUSH_GLOBAL, VRDMA_FLUSH_RANGE);
+	placement_error(_metadata, self, &w, IBV_WC_REM_ACCESS_ERR,
+			"FLUSH past the MR");
+	ibv_dereg_mr(fmr);
+}
+
+/* Persistence is asked of no vrdma QP or MR: Invalid Request. */
+TEST_F(atomic, flush_persistent)
+{
+	struct vrdma_send_wqe w;
+	struct ibv_mr *fmr;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	fmr = env_create_flush(_metadata, self, &self->e);
+	if (!fmr)
+		SKIP(return, "no FLUSH rights on this kernel (ib_core 6.1)");
+	flush_wqe(&w, 0xc6, self->e.rb.p, fmr->rkey, 4096,
+		  VRDMA_FLUSH_PERSISTENT, VRDMA_FLUSH_RANGE);
+	placement_error(_metadata, self, &w, IBV_WC_REM_INV_REQ_ERR,
+			"FLUSH for persistence");
+	ibv_dereg_mr(fmr);
+}
+
+/* A WQE with no placement type, or an unknown level: a local error. */
+TEST_F(atomic, flush_bad_wqe)
+{
+	struct vrdma_send_wqe w;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	flush_wqe(&w, 0xc7, self->e.rb.p, self->e.rb.mr->rkey, 4096, 0,
+		  VRDMA_FLUSH_RANGE);
+	placement_error(_metadata, self, &w, IBV_WC_LOC_QP_OP_ERR,
+			"FLUSH of no placement type");
+	env_destroy(&self->e);
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	flush_wqe(&w, 0xc8, self->e.rb.p, self->e.rb.mr->rkey, 4096,
+		  VRDMA_FLUSH_GLOBAL, 2);
+	placement_error(_metadata, self, &w, IBV_WC_LOC_QP_OP_ERR,
+			"FLUSH of selectivity level 2");
 }
 
 /* ---- replay: lost answers, duplicates answered from the cache ------------ */

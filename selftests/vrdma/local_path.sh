@@ -7,8 +7,10 @@
 # of every error case -- bad rkey, out of bounds, access rights of MR and
 # QP, another PD, a deregistered MR, RNR and RNR retries exhausted, receive
 # buffer too small, bad lkeys, bad receive WQE, CQ overflow, misaligned
-# atomics, no responder resources -- and the tests of each opcode run once
-# with local_direct=1 and once with local_direct=0: each checks the exact
+# atomics, no responder resources; ATOMIC WRITE and FLUSH, which take the
+# packet path either way, between messages that do not -- and the tests
+# of each opcode run once with local_direct=1 and once with
+# local_direct=0: each checks the exact
 # outcome (CQE status, opcode, byte_len, QP states, memory untouched), so
 # passing both ways shows the two paths end the same.  rc_test's
 # local_path checks which path was taken: loopback_msgs counted and no packet
@@ -25,7 +27,8 @@ RC_TESTS="opcodes local_path inline_data unsignaled solicited rnr_retry
 ATOMIC_TESTS="cas_success cas_failure faa_wrap misaligned misaligned_cas
 	mr_no_remote_atomic qp_no_remote_atomic out_of_bounds_end
 	out_of_bounds_start bad_rkey no_responder_resources bad_lkey
-	local_read_only local_length"
+	local_read_only local_length atomic_write atomic_write_misaligned
+	atomic_write_bad_rkey flush flush_no_right"
 
 cd "$(dirname "$0")" || exit 1
 [ -x build/rc_test ] && [ -x build/atomic_test ] ||

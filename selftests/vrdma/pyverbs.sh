@@ -35,7 +35,6 @@ test_cuda_dmabuf.*;cuda;needs a GPU (CUDA)
 test_mr.DmaBuf*;Allocating dmabuf;dma-buf memory from a GPU (/dev/dri)
 *;Device memory is not supported;device memory (memory on the adapter)
 test_tag_matching.*;Extended CQ is not supported;tag matching (on SRQs; its CQs report IBV_WC_EX_WITH_TM_INFO) is not implemented
-test_qpex.*_atomic_write;Extended QP is not supported;RDMA atomic write is not implemented
 *;Create XRCD is not supported;XRC is not implemented
 *;Create QP type 8 |Create Raw Packet QP;raw packet QPs and flow steering are not implemented
 *;ODP is not supported;on-demand paging is not implemented

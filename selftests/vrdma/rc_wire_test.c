@@ -26,6 +26,14 @@
  *                       with the right MSN; the counters add up
  *   psn_wrap_responder  PSNs 0xfffffe..0x000001, a duplicate and a gap
  *                       across the wrap
+ *   placement_responder ATOMIC WRITE and FLUSH (range, whole MR) as rxe
+ *                       sends them: empty READ RESPONSE ONLY answers, the
+ *                       8 bytes written; duplicates answered from the
+ *                       responder resources, not executed again
+ *   placement_forged    forged ATOMIC WRITEs and FLUSHes (bad rkey, no
+ *                       rights on the QP or the key, misaligned, out of
+ *                       range, wrong lengths, reserved FETH values): each
+ *                       NAKed as the IBA classes it, no byte changed
  * As requester (the fake peer responds):
  *   go_back_n           a sequence error NAK in the middle of a message:
  *                       exactly the packets from the NAK'd PSN are resent
@@ -112,7 +120,15 @@ enum {
 	OP_READ_REQ, OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE,
 	OP_READ_RESP_LAST, OP_READ_RESP_ONLY, OP_ACK, OP_ATOMIC_ACK,
 	OP_CMP_SWAP, OP_FETCH_ADD,
+	OP_FLUSH = 0x1c, OP_ATOMIC_WRITE = 0x1d,
 };
+
+/* FETH: placement type (global visibility 1, persistence 2), level */
+#define FETH(type, level)	((type) | (level) << 4)
+/* IB_ACCESS_FLUSH_GLOBAL (ib_core 6.2 on; rdma-core 44 has no name) */
+#define ACCESS_FLUSH_GLOBAL	(1 << 8)
+#define SYN_NAK_INV		0x61
+#define SYN_NAK_ACC		0x62
 
 /* AETH syndromes */
 #define SYN_ACK		0x1f	/* ACK, no credits advertised */
@@ -142,6 +158,10 @@ static int ext_len(uint8_t op)
 		return 12;			/* AETH, AtomicAckETH */
 	case OP_CMP_SWAP: case OP_FETCH_ADD:
 		return 28;			/* AtomicETH */
+	case OP_ATOMIC_WRITE:
+		return 16;			/* RETH */
+	case OP_FLUSH:
+		return 20;			/* FETH, RETH */
 	default:
 		return 0;
 	}
@@ -158,6 +178,7 @@ struct tx {
 	uint32_t rkey, dmalen;
 	uint32_t imm;		/* ImmDt, network order */
 	uint64_t orig;		/* AtomicAckETH */
+	uint32_t feth;		/* FETH */
 	const void *data;
 	uint32_t len;
 };
@@ -194,9 +215,15 @@ static int peer_send(const struct tx *t)
 	v = htonl((t->ackreq ? 0x80000000u : 0) | (t->psn & 0xffffff));
 	memcpy(bth + 8, &v, 4);
 
+	if (t->op == OP_FLUSH) {
+		v = htonl(t->feth);
+		memcpy(p, &v, 4);
+		p += 4;
+		el -= 4;
+	}
 	switch (t->op) {
 	case OP_WRITE_FIRST: case OP_WRITE_ONLY: case OP_WRITE_ONLY_IMM:
-	case OP_READ_REQ: {
+	case OP_READ_REQ: case OP_ATOMIC_WRITE: case OP_FLUSH: {
 		uint64_t va = htobe64(t->va);
 		uint32_t rkey = htonl(t->rkey), dl = htonl(t->dmalen);
 
@@ -1888,6 +1915,221 @@ TEST_F(wire, duplicate_read_without_rights)
 	EXPECT_QUIET("a READ of a QP without REMOTE_READ");
 	EXPECT_COUNTER(1, "read_replay_missed", miss);
 	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+}
+
+/* ---- ATOMIC WRITE and FLUSH ------------------------------------------- */
+
+/*
+ * An MR over the fixture's buffer that also grants FLUSH with global
+ * visibility, or NULL where ib_core refuses the right (before 6.2).
+ */
+static struct ibv_mr *flush_mr(FIXTURE_DATA(wire) *self)
+{
+	return ibv_reg_mr(self->d.pd, self->b.p, self->b.size,
+			  RC_ACCESS_ALL | ACCESS_FLUSH_GLOBAL);
+}
+
+/* An empty RDMA READ RESPONSE ONLY, an ACK, for @psn with MSN @msn. */
+#define EXPECT_PLACEMENT_ACK(r, psn_, msn_) do { \
+	EXPECT_PKT((r), OP_READ_RESP_ONLY, (psn_), 1000); \
+	EXPECT_EQ(SYN_ACK, (r)->syn); \
+	EXPECT_EQ(0u, (r)->len); \
+	EXPECT_EQ((uint32_t)(msn_), (r)->msn); \
+} while (0)
+
+/*
+ * ATOMIC WRITE and FLUSH requests as rdma_rxe sends them: each answered by
+ * an RDMA READ RESPONSE ONLY without payload; the 8 bytes are written; a
+ * duplicate (with other bytes) is answered again from the responder
+ * resources, not executed again, and counted.
+ */
+TEST_F(wire, placement_responder)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x7000,
+				.access = IBV_ACCESS_REMOTE_WRITE |
+					  ACCESS_FLUSH_GLOBAL };
+	long long replayed = counter("atomic_replayed");
+	uint64_t v1 = 0x1122334455667788ull, v2 = 0x99aabbccddeeff00ull;
+	uint8_t *word = self->b.p + 4096;
+	struct ibv_mr *fmr = flush_mr(self);
+	uint32_t p = po.rq_psn;
+	struct rx r;
+
+	if (!fmr) {
+		/* ib_core 6.1: no FLUSH rights for a QP either */
+		TH_LOG("no FLUSH rights on this kernel: ATOMIC WRITE only");
+		po.access = IBV_ACCESS_REMOTE_WRITE;
+	}
+	peer_connect(_metadata, self, &po);
+	memset(word, 0x5a, 16);
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ATOMIC_WRITE, .psn = p, .ackreq = 1,
+		.va = (uintptr_t)word, .rkey = self->b.mr->rkey, .dmalen = 8,
+		.data = &v1, .len = 8,
+	}));
+	EXPECT_PLACEMENT_ACK(&r, p, 1);
+	EXPECT_EQ(0, memcmp(word, &v1, 8));
+	EXPECT_EQ(0x5a, word[8]);
+
+	/* the duplicate, carrying other bytes: answered, not executed */
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ATOMIC_WRITE, .psn = p, .ackreq = 1,
+		.va = (uintptr_t)word, .rkey = self->b.mr->rkey, .dmalen = 8,
+		.data = &v2, .len = 8,
+	}));
+	EXPECT_PLACEMENT_ACK(&r, p, 1);
+	EXPECT_EQ(0, memcmp(word, &v1, 8));
+	p++;
+
+	if (fmr) {
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_FLUSH, .psn = p, .ackreq = 1,
+			.feth = FETH(1, 0), .va = (uintptr_t)self->b.p,
+			.rkey = fmr->rkey, .dmalen = 8192,
+		}));
+		EXPECT_PLACEMENT_ACK(&r, p, 2);
+		p++;
+		/*
+		 * The whole MR: its address and length are not looked at
+		 * (but a RETH length over 2^31 is invalid, IBA C9-94).
+		 */
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_FLUSH, .psn = p, .ackreq = 1,
+			.feth = FETH(1, 1), .va = 0x1000, .rkey = fmr->rkey,
+			.dmalen = 1u << 31,
+		}));
+		EXPECT_PLACEMENT_ACK(&r, p, 3);
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_FLUSH, .psn = p, .ackreq = 1,
+			.feth = FETH(1, 1), .va = 0x1000, .rkey = fmr->rkey,
+		}));
+		EXPECT_PLACEMENT_ACK(&r, p, 3);
+	}
+	EXPECT_QUIET("after the answers");
+	/* hw_counters are read again only after ib_core's lifespan */
+	EXPECT_COUNTER(fmr ? 2 : 1, "atomic_replayed", replayed);
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+	if (fmr)
+		ibv_dereg_mr(fmr);
+}
+
+/* A forged request, what the QP grants, and the NAK it must get. */
+struct placement_case {
+	const char *what;
+	uint8_t op;
+	uint32_t feth;
+	int qp_access;		/* 0: REMOTE_WRITE | FLUSH_GLOBAL */
+	int key;		/* 0: the MR's, 1: the flush MR's, 2: a bad one */
+	uint32_t off;		/* into the buffer */
+	uint32_t dmalen;
+	uint32_t len;		/* payload */
+	uint8_t syn;
+	int flush;		/* needs FLUSH rights (ib_core 6.2+) */
+};
+
+static const struct placement_case placement_cases[] = {
+	{ "ATOMIC WRITE, bad rkey", OP_ATOMIC_WRITE, 0, 0, 2, 4096, 8, 8,
+	  SYN_NAK_ACC, 0 },
+	{ "ATOMIC WRITE, QP without REMOTE_WRITE", OP_ATOMIC_WRITE, 0,
+	  IBV_ACCESS_REMOTE_READ, 0, 4096, 8, 8, SYN_NAK_ACC, 0 },
+	{ "ATOMIC WRITE, misaligned", OP_ATOMIC_WRITE, 0, 0, 0, 4100, 8, 8,
+	  SYN_NAK_INV, 0 },
+	{ "ATOMIC WRITE, past the MR's end", OP_ATOMIC_WRITE, 0, 0, 0,
+	  64 << 10, 8, 8, SYN_NAK_ACC, 0 },
+	{ "ATOMIC WRITE, RETH length 16", OP_ATOMIC_WRITE, 0, 0, 0, 4096, 16,
+	  8, SYN_NAK_INV, 0 },
+	{ "ATOMIC WRITE, 4-byte payload", OP_ATOMIC_WRITE, 0, 0, 0, 4096, 8,
+	  4, SYN_NAK_INV, 0 },
+	{ "ATOMIC WRITE, 16-byte payload", OP_ATOMIC_WRITE, 0, 0, 0, 4096,
+	  16, 16, SYN_NAK_INV, 0 },
+	{ "FLUSH, key without the FLUSH right", OP_FLUSH, FETH(1, 0), 0, 0,
+	  0, 4096, 0, SYN_NAK_ACC, 1 },
+	{ "FLUSH of the MR, key without the FLUSH right", OP_FLUSH,
+	  FETH(1, 1), 0, 0, 0, 0, 0, SYN_NAK_ACC, 1 },
+	{ "FLUSH, bad rkey", OP_FLUSH, FETH(1, 0), 0, 2, 0, 4096, 0,
+	  SYN_NAK_ACC, 1 },
+	{ "FLUSH, range past the MR", OP_FLUSH, FETH(1, 0), 0, 1, 4096,
+	  64 << 10, 0, SYN_NAK_ACC, 1 },
+	{ "FLUSH, persistence (no MR has it)", OP_FLUSH, FETH(2, 0),
+	  IBV_ACCESS_REMOTE_WRITE | ACCESS_FLUSH_GLOBAL, 1, 0, 4096, 0,
+	  SYN_NAK_INV, 1 },
+	{ "FLUSH, QP without FLUSH rights", OP_FLUSH, FETH(1, 0),
+	  IBV_ACCESS_REMOTE_WRITE, 1, 0, 4096, 0, SYN_NAK_INV, 1 },
+	{ "FLUSH, placement type 0", OP_FLUSH, FETH(0, 0), 0, 1, 0, 4096, 0,
+	  SYN_NAK_INV, 1 },
+	{ "FLUSH, reserved selectivity level", OP_FLUSH, FETH(1, 2), 0, 1, 0,
+	  4096, 0, SYN_NAK_INV, 1 },
+	{ "FLUSH of the MR, RETH length over 2^31", OP_FLUSH, FETH(1, 1), 0,
+	  1, 0, 0x80000001, 0, SYN_NAK_INV, 1 },
+};
+
+/*
+ * Forged ATOMIC WRITEs and FLUSHes, each on a fresh QP: every one is NAKed
+ * (remote access error or invalid request, as the IBA classes them), the
+ * QP goes to the error state, and no byte of the buffer changes.
+ */
+TEST_F(wire, placement_forged)
+{
+	struct ibv_mr *fmr = flush_mr(self);
+	uint8_t payload[16], *img;
+	unsigned int i;
+
+	img = malloc(self->b.size);
+	ASSERT_NE(NULL, img);
+	memset(payload, 0xee, sizeof(payload));
+	for (i = 0; i < sizeof(placement_cases) / sizeof(placement_cases[0]);
+	     i++) {
+		const struct placement_case *c = &placement_cases[i];
+		struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x8000 };
+		long long naks = counter("nak_sent");
+		uint32_t rkey;
+		struct rx r;
+
+		if (c->flush && !fmr) {
+			TH_LOG("%s: no FLUSH rights on this kernel", c->what);
+			continue;
+		}
+		po.access = c->qp_access ? c->qp_access :
+			    IBV_ACCESS_REMOTE_WRITE |
+			    (fmr ? ACCESS_FLUSH_GLOBAL : 0);
+		rkey = c->key == 1 ? fmr->rkey : self->b.mr->rkey;
+		if (c->key == 2)
+			rkey ^= 0x80;
+		rc_fill(self->b.p, self->b.size, 0x4d, i);
+		memcpy(img, self->b.p, self->b.size);
+		peer_connect(_metadata, self, &po);
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = c->op, .psn = po.rq_psn, .ackreq = 1,
+			.feth = c->feth, .va = (uintptr_t)self->b.p + c->off,
+			.rkey = rkey, .dmalen = c->dmalen, .data = payload,
+			.len = c->len,
+		}));
+		ASSERT_EQ(1, peer_recv(&r, 1000)) {
+			TH_LOG("%s: no answer", c->what);
+		}
+		EXPECT_EQ(OP_ACK, r.op) {
+			TH_LOG("%s: answered with %s", c->what, op_name(r.op));
+		}
+		EXPECT_EQ(po.rq_psn, r.psn);
+		EXPECT_EQ(c->syn, r.syn) {
+			TH_LOG("%s: syndrome %#x, expected %#x", c->what,
+			       r.syn, c->syn);
+		}
+		EXPECT_QUIET(c->what);
+		EXPECT_COUNTER(1, "nak_sent", naks);
+		EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(self->q.qp)) {
+			TH_LOG("%s: QP state", c->what);
+		}
+		EXPECT_EQ(0, memcmp(self->b.p, img, self->b.size)) {
+			TH_LOG("%s: the buffer changed", c->what);
+		}
+		rc_qp_destroy(&self->q);
+		memset(&self->q, 0, sizeof(self->q));
+		peer_drain();
+	}
+	free(img);
+	if (fmr)
+		ibv_dereg_mr(fmr);
 }
 
 /* ---- late answers ------------------------------------------------------ */

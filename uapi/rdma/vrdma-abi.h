@@ -127,11 +127,41 @@ enum vrdma_wr_opcode {
 	VRDMA_WR_REG_MR		= 0x20,
 };
 
+/*
+ * The opcodes of the memory placement extensions, the values of the
+ * kernel's IB_UVERBS_WR_FLUSH and IB_UVERBS_WR_ATOMIC_WRITE and of
+ * rdma-core's IBV_WR_FLUSH and IBV_WR_ATOMIC_WRITE, named here because
+ * the uapi headers of Linux 6.1 have no names for them.  Their completions
+ * carry VRDMA_WC_FLUSH and VRDMA_WC_ATOMIC_WRITE (IBV_WC_FLUSH,
+ * IBV_WC_ATOMIC_WRITE).
+ */
+enum vrdma_placement_opcode {
+	VRDMA_WR_FLUSH		= 14,
+	VRDMA_WR_ATOMIC_WRITE	= 15,
+	VRDMA_WC_FLUSH		= 8,
+	VRDMA_WC_ATOMIC_WRITE	= 9,
+};
+
+/*
+ * vrdma_send_wqe.flush.type: what a FLUSH makes of the data before it is
+ * answered, bits of IB_FLUSH_GLOBAL and IB_FLUSH_PERSISTENT (IBV_FLUSH_*);
+ * vrdma_send_wqe.flush.level: IB_FLUSH_RANGE or IB_FLUSH_MR.
+ */
+enum vrdma_flush_type {
+	VRDMA_FLUSH_GLOBAL	= 1 << 0,
+	VRDMA_FLUSH_PERSISTENT	= 1 << 1,
+};
+
+enum vrdma_flush_level {
+	VRDMA_FLUSH_RANGE	= 0,
+	VRDMA_FLUSH_MR		= 1,
+};
+
 /**
  * struct vrdma_send_wqe - one send work request in the SQ ring
  * @wr_id: returned in the CQE
  * @opcode: enum ib_uverbs_wr_opcode (the values of enum ibv_wr_opcode),
- *	or enum vrdma_wr_opcode
+ *	enum vrdma_placement_opcode, or enum vrdma_wr_opcode
  * @num_sge: entries of @sge in use (not with VRDMA_SEND_INLINE)
  * @flags: enum vrdma_send_flags
  * @ex: immediate data (big endian), or the rkey to invalidate (LOCAL_INV,
@@ -148,6 +178,13 @@ enum vrdma_wr_opcode {
  *	(enum ib_uverbs_access_flags, the values of enum ibv_access_flags),
  *	and its rkey becomes @bind.new_rkey; @bind.length 0 unbinds a type 1
  *	window
+ * @atomic_write: VRDMA_WR_ATOMIC_WRITE: the 8 bytes of @atomic_write.value,
+ *	as they are in memory, are written at once to @atomic_write.rkey's
+ *	8-byte aligned @atomic_write.remote_addr; no SGEs, no inline data
+ * @flush: VRDMA_WR_FLUSH: the responder makes the data placed in
+ *	[@flush.remote_addr, @flush.remote_addr + @flush.length) of
+ *	@flush.rkey (or, with @flush.level VRDMA_FLUSH_MR, of its whole MR)
+ *	visible as @flush.type (enum vrdma_flush_type) says; no SGEs
  * @reg: VRDMA_WR_REG_MR: the fast-registration MR whose lkey has the index
  *	of @reg.mr_lkey, its page list set by ib_map_mr_sg(), becomes valid
  *	for [@reg.iova, @reg.iova + @reg.length) with the rights @reg.access
@@ -199,6 +236,20 @@ struct vrdma_send_wqe {
 			__u32 access;
 		} bind;
 		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 reserved;
+			__u8 value[8];
+		} atomic_write;
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 length;
+			__u8 type;
+			__u8 level;
+			__u8 reserved[6];
+		} flush;
+		struct {
 			__u32 mr_lkey;
 			__u32 key;
 			__aligned_u64 iova;
@@ -242,7 +293,8 @@ enum vrdma_wc_flags {
  * struct vrdma_cqe - one completion in a CQ ring
  * @wr_id: of the completed work request
  * @status: enum ibv_wc_status
- * @opcode: enum ibv_wc_opcode
+ * @opcode: enum ibv_wc_opcode (VRDMA_WC_FLUSH, VRDMA_WC_ATOMIC_WRITE
+ *	included)
  * @wc_flags: enum vrdma_wc_flags
  * @byte_len: bytes received (receive completions) or read/written
  * @ex: immediate data (big endian) or the invalidated rkey

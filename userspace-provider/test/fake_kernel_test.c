@@ -1819,7 +1819,6 @@ static void test_create_qp_ex(void)
 {
 	static const uint64_t refused[] = {
 		IBV_QP_EX_WITH_TSO,
-		IBV_QP_EX_WITH_ATOMIC_WRITE,
 		1ULL << 40,
 	};
 	struct ibv_qp_init_attr_ex attr = {
@@ -1844,6 +1843,10 @@ static void test_create_qp_ex(void)
 	}
 	errno = 0;
 	CHECK(!create_ex_qp(IBV_QPT_UD, IBV_QP_EX_WITH_RDMA_WRITE, 0));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	/* ATOMIC WRITE is RC's alone */
+	errno = 0;
+	CHECK(!create_ex_qp(IBV_QPT_UC, IBV_QP_EX_WITH_ATOMIC_WRITE, 0));
 	CHECK_EQ(EOPNOTSUPP, errno);
 	CHECK_EQ(calls, k.syscalls);
 

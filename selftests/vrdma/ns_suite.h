@@ -101,6 +101,13 @@ static inline int ns_suite_main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	rc_only_tests(argc, argv);
 	suite_setup();
+	/*
+	 * test_harness_run() ends the program itself (ksft_exit()): the
+	 * namespace, the veth and the devices go at exit, or they outlive the
+	 * program (an "exclusive" netns mode is then refused to the next).
+	 * The tests' processes end with _exit() and do not run it.
+	 */
+	atexit(suite_teardown);
 	ret = test_harness_run(argc, argv);
 	suite_teardown();
 	return ret;

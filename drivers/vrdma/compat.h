@@ -37,17 +37,22 @@
  * vrdma MR is known to be persistent memory).  ib_core 6.1 refuses both
  * rights on a user MR (ib_check_mr_access()), so there no key grants a
  * FLUSH; the names keep their uverbs values, which nothing can set.
+ * A QP may be given both: ib_cm asks for both on every connected QP of a
+ * device that announces any FLUSH, and no key grants the persistent one.
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
 #define VRDMA_ACCESS_FLUSH_GLOBAL	IB_ACCESS_FLUSH_GLOBAL
 #define VRDMA_ACCESS_FLUSH_PERSISTENT	IB_ACCESS_FLUSH_PERSISTENT
 #define VRDMA_ACCESS_FLUSH_ALLOWED	IB_ACCESS_FLUSH_GLOBAL
+#define VRDMA_QP_ACCESS_FLUSH_ALLOWED	(IB_ACCESS_FLUSH_GLOBAL | \
+					 IB_ACCESS_FLUSH_PERSISTENT)
 #define VRDMA_DEVICE_PLACEMENT		(IB_DEVICE_FLUSH_GLOBAL | \
 					 IB_DEVICE_ATOMIC_WRITE)
 #else
 #define VRDMA_ACCESS_FLUSH_GLOBAL	BIT(8)
 #define VRDMA_ACCESS_FLUSH_PERSISTENT	BIT(9)
 #define VRDMA_ACCESS_FLUSH_ALLOWED	0
+#define VRDMA_QP_ACCESS_FLUSH_ALLOWED	0
 #define VRDMA_DEVICE_PLACEMENT		0
 #endif
 

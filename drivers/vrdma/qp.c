@@ -374,7 +374,7 @@ static int vrdma_qp_check_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
 				       IB_ACCESS_REMOTE_READ |
 				       IB_ACCESS_REMOTE_ATOMIC |
 				       IB_ACCESS_LOCAL_WRITE |
-				       VRDMA_ACCESS_FLUSH_ALLOWED)))
+				       VRDMA_QP_ACCESS_FLUSH_ALLOWED)))
 		return -EINVAL;
 	if ((mask & IB_QP_RETRY_CNT) &&
 	    attr->retry_cnt > VRDMA_RETRY_MAX)

@@ -524,6 +524,21 @@ void vrdma_resp_advance(struct vrdma_qp *qp, u32 npkts, bool msg_end)
 }
 
 /*
+ * An 8-byte operation on the responder's memory (ATOMIC, ATOMIC WRITE)
+ * failed with @ret: -EINVAL, aligned in the MR but not in memory (iova !=
+ * address), is an invalid request; any other error a remote access error.
+ */
+static void vrdma_atomic_nak(struct vrdma_qp *qp, u32 psn, int ret)
+{
+	if (ret == -EINVAL)
+		vrdma_resp_fatal(qp, psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+	else
+		vrdma_resp_fatal(qp, psn, VRDMA_NAK_REM_ACCESS,
+				 IB_EVENT_QP_ACCESS_ERR);
+}
+
+/*
  * An ATOMIC request: check it, execute it, remember the answer and send
  * it.  IBA 9.4.5: the address must be 8-byte aligned, else the request is
  * invalid; the rkey must grant REMOTE_ATOMIC on those 8 bytes, else it is a
@@ -555,15 +570,8 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 				      be64_to_cpu(atmeth->swap_add), &orig);
 		vrdma_mr_put(mr);
 	}
-	if (ret == -EINVAL) {
-		/* Aligned in the MR, not in memory (iova != address). */
-		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
-				 IB_EVENT_QP_REQ_ERR);
-		return;
-	}
 	if (ret) {
-		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
-				 IB_EVENT_QP_ACCESS_ERR);
+		vrdma_atomic_nak(qp, pkt->psn, ret);
 		return;
 	}
 
@@ -608,15 +616,8 @@ static void vrdma_exec_atomic_write(struct vrdma_qp *qp, struct sk_buff *skb)
 		ret = vrdma_mr_atomic_write(mr, va, value);
 		vrdma_mr_put(mr);
 	}
-	if (ret == -EINVAL) {
-		/* Aligned in the MR, not in memory (iova != address). */
-		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
-				 IB_EVENT_QP_REQ_ERR);
-		return;
-	}
 	if (ret) {
-		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
-				 IB_EVENT_QP_ACCESS_ERR);
+		vrdma_atomic_nak(qp, pkt->psn, ret);
 		return;
 	}
 	vrdma_resp_advance(qp, 1, true);

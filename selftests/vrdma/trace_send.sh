@@ -5,7 +5,8 @@
 # exists in tracefs and is off after loading; trace-send traces one
 # ibv_rc_pingpong SEND, prints the nine steps, and its own cross-checks of
 # the traced values (wr_id, QPN, PSN, lengths, lkeys, CQEs, the polls) pass;
-# the steps' titles in Traditional Chinese; nothing it created is left
+# the same with the receiver's packets delayed past the retransmit timeout,
+# the resends shown; the steps' titles in Traditional Chinese; nothing it created is left
 # behind.
 . "$(dirname "$0")/lib.sh"
 
@@ -41,6 +42,18 @@ check_match "the receive CQE" "CQE cq=[0-9]+ \[[0-9]+\] RECV" "$out"
 check_match "the receiving application polled wr_id 1" \
 	"ibv_poll_cq \(pid [0-9]+\)" "$out"
 check_match "the traced values agree" "^trace-send: all values agree" "$out"
+
+# The receiver's packets held back past the retransmit timeout: the
+# sender resends, and the first transmission of each PSN is still the one
+# the steps and the checks follow.
+out=$("$VRDMA_TOP/scripts/trace-send" --delay-acks 150 2>&1)
+rc=$?
+printf '%s\n' "$out" | sed 's/^/# /'
+check_eq "trace-send --delay-acks exits 0" 0 "$rc"
+check_match "the timer fired" "retry from psn=[0-9]+ \(timeout\)" "$out"
+check_match "the resent packets are shown" "psn=[0-9]+ resent" "$out"
+check_match "the values agree despite the resends" \
+	"^trace-send: all values agree \(4 packets, [0-9]+ resent" "$out"
 
 out=$("$VRDMA_TOP/scripts/trace-send" --steps --lang zh-TW 2>&1)
 check_match "the steps in Traditional Chinese" "^1\. 接收端硬體從 RQ" "$out"

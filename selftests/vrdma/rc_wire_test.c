@@ -933,8 +933,14 @@ TEST_F(wire, psn_wrap_requester)
  */
 TEST_F(wire, sqd_mtu_change)
 {
+	/*
+	 * Timeout 31 (2.4 h): no resend may come from the timer.  Between
+	 * the SEND and the NAK the test runs "ip link set", which on a
+	 * loaded host took longer than timeout 20's 4.3 s: the timer then
+	 * resent the SEND from its first packet.
+	 */
 	struct peer_opts po = { .sq_psn = 0x700, .rq_psn = 0x100,
-				.timeout = 20, .path_mtu = IBV_MTU_1024,
+				.timeout = 31, .path_mtu = IBV_MTU_1024,
 				.max_inline = 512 };
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD };
 	uint8_t *msg = self->b.p;

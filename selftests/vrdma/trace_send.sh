@@ -6,8 +6,8 @@
 # ibv_rc_pingpong SEND, prints the nine steps, and its own cross-checks of
 # the traced values (wr_id, QPN, PSN, lengths, lkeys, CQEs, the polls) pass;
 # the same with the receiver's packets delayed past the retransmit timeout,
-# the resends shown; the steps' titles in Traditional Chinese; nothing it created is left
-# behind.
+# the resends shown; the steps' titles in Traditional Chinese; nothing it
+# created is left behind.
 . "$(dirname "$0")/lib.sh"
 
 TRACEFS=/sys/kernel/tracing

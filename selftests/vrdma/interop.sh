@@ -74,6 +74,14 @@ rows()
 	# UD multicast through rdma_cm: the server receives, the client sends.
 	row v2r 4 mckey -C 20 -S 1000
 	row r2v 4 mckey -C 20 -S 100
+	# ATOMIC WRITE and FLUSH (placement_peer, ours: no standard tool has
+	# them): the target checks its memory after each step; keys without
+	# the right get remote access errors.  Linux 6.2 on (ib_core's FLUSH
+	# rights, rdma_rxe's support of both).
+	row v2r 4 placement_peer -t atomic_write
+	row r2v 6 placement_peer -t atomic_write
+	row v2r 4 placement_peer -t flush
+	row r2v 4 placement_peer -t flush
 	# A link slower than the QP timeout (4.096 us * 2^14 = 67 ms, the
 	# pingpongs' own): every request times out and its first packet is
 	# sent again; the answers to what was sent before, and to that copy (an
@@ -112,6 +120,8 @@ host_main()
 	command -v ibv_rc_pingpong >/dev/null || skip_all "ibverbs-utils not installed"
 	command -v ib_send_bw >/dev/null || skip_all "perftest not installed"
 	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
+	[ -x "$(dirname "$0")/build/placement_peer" ] ||
+		skip_all "selftests not built (build/placement_peer)"
 	rm -rf "$out"
 	mkdir -p "$out"
 
@@ -228,6 +238,7 @@ tshark_check()
 # ------------------------------------------------------------ both VMs ----
 
 S=${VRDMA_VM_SHARED:-/vmshared}
+PLACEMENT=$(cd "$(dirname "$0")" && pwd)/build/placement_peer
 ROLE=${VRDMA_VM_ROLE:-}
 # Side a (the primary VM, which records the results) runs vrdma, side b
 # rxe; INTEROP_A_TYPE=rxe runs rxe on both, to validate the test itself.
@@ -280,12 +291,22 @@ vm_setup()
 		wait_until $((30 * SLOW)) gid_index "$DEV" ll
 }
 
-# unsupported TOOL: why vrdma cannot run TOOL, or nothing if it can.
+# unsupported TOOL ARGS...: why vrdma (or, for placement_peer, rxe in VM
+# B: its capabilities in $S/caps.b) cannot run TOOL, or nothing if it can.
 unsupported()
 {
-	local p pid log
+	local p pid log side cap
 
 	case $1 in
+	placement_peer)
+		cap=atomic_write
+		[ "$3" != flush ] || cap=flush_global
+		for side in a b; do
+			p=$(cat "$S/caps.$side" 2>/dev/null)
+			[[ $p == *"$cap 1"* ]] ||
+				echo "$side: $(cat "$S/type.$side" 2>/dev/null) on Linux $(cat "$S/kernel.$side" 2>/dev/null) does not announce ${cap^^} ($p)"
+		done | head -n 1
+		;;
 	ib_atomic_bw)
 		p=$(devinfo_field "$DEV" atomic_cap)
 		case $p in ATOMIC_NONE*) echo "vrdma: atomic_cap $p" ;; esac
@@ -328,6 +349,9 @@ tool_cmd()
 		return
 		;;
 	ibv_*) CMD=("$tool" -d "$DEV" -g "$g" -p $((PORT0 + n)) "$@") ;;
+	placement_peer)
+		CMD=("$PLACEMENT" -d "$DEV" -g "$g" -p $((PORT0 + n)) "$@")
+		;;
 	*) CMD=("$tool" -d "$DEV" -x "$g" -p $((PORT0 + n)) -F "$@") ;;
 	esac
 	[ -z "$SERVER" ] || CMD+=("$SERVER")
@@ -338,6 +362,7 @@ ok_pattern()
 {
 	case $1 in
 	mckey) echo 'return status 0' ;;
+	placement_peer) echo ': [1-9][0-9]* checks passed, 0 failed' ;;
 	ibv_*) echo '[0-9]+ iters in' ;;
 	*) echo '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+' ;;
 	esac
@@ -412,7 +437,7 @@ row()
 	fi
 
 	if [ "$SIDE" = a ]; then
-		why=$(unsupported "$tool")
+		why=$(unsupported "$tool" "$@")
 		if [ -n "$why" ]; then
 			echo "$why" >"$S/$n.skip"
 			printf 'skip\t%s\t%s\n' "$desc (row $n)" "$why" >>/vmout/results
@@ -484,6 +509,11 @@ vm_main()
 		touch "$S/setup.failed"
 		exit 1
 	fi
+	# What each side's device does of ATOMIC WRITE and FLUSH.
+	"$PLACEMENT" -d "$DEV" --caps >"$S/caps.$SIDE" 2>&1
+	echo "$TYPE" >"$S/type.$SIDE"
+	uname -r >"$S/kernel.$SIDE"
+	echo "$DEV: $(cat "$S/caps.$SIDE")"
 	G4=$(gid_index "$DEV" 4)
 	G6=$(gid_index "$DEV" 6)
 	GLL=$(gid_index "$DEV" ll)

@@ -46,6 +46,7 @@ ROCE_PORT = 4791
 
 # Extension header lengths.
 RETH, AETH, IMMDT, IETH, DETH, ATOMETH, ATOMACK = 16, 4, 4, 4, 8, 28, 8
+FETH = 4
 
 # Flags per opcode: P payload; F/M/L/O position (first, middle, last,
 # only); Q request, R response; A answered by ACKs (RC requests).
@@ -79,6 +80,8 @@ OPCODES.update({
     0x14: ("RC_FETCH_ADD", (ATOMETH,), "OQA"),
     0x16: ("RC_SEND_LAST_WITH_INVALIDATE", (IETH,), "PLQA"),
     0x17: ("RC_SEND_ONLY_WITH_INVALIDATE", (IETH,), "POQA"),
+    0x1C: ("RC_FLUSH", (FETH, RETH), "OQA"),
+    0x1D: ("RC_ATOMIC_WRITE", (RETH,), "POQA"),
     0x64: ("UD_SEND_ONLY", (DETH,), "POQ"),
     0x65: ("UD_SEND_ONLY_WITH_IMMEDIATE", (DETH, IMMDT), "POQ"),
 })
@@ -211,6 +214,10 @@ class Packet:
                 self.dmalen != self.paylen:
             self.bad(f"WRITE_ONLY payload {self.paylen} != "
                      f"DMA length {self.dmalen}")
+        if self.name == "RC_ATOMIC_WRITE" and \
+                (self.dmalen != 8 or self.paylen != 8):
+            self.bad(f"ATOMIC_WRITE payload {self.paylen}, "
+                     f"DMA length {self.dmalen}, not 8")
         if self.name.endswith("RDMA_WRITE_FIRST") and \
                 self.dmalen <= self.paylen:
             self.bad(f"WRITE_FIRST DMA length {self.dmalen} "

@@ -295,17 +295,21 @@ vm_setup()
 # B: its capabilities in $S/caps.b) cannot run TOOL, or nothing if it can.
 unsupported()
 {
-	local p pid log side cap
+	local p pid log side cap why=
 
 	case $1 in
 	placement_peer)
 		cap=atomic_write
 		[ "$3" != flush ] || cap=flush_global
-		for side in a b; do
+		for side in b a; do
 			p=$(cat "$S/caps.$side" 2>/dev/null)
-			[[ $p == *"$cap 1"* ]] ||
-				echo "$side: $(cat "$S/type.$side" 2>/dev/null) on Linux $(cat "$S/kernel.$side" 2>/dev/null) does not announce ${cap^^} ($p)"
-		done | head -n 1
+			[[ $p == *"$cap 1"* ]] && continue
+			printf '%s%s on Linux %s does not announce %s' "${why:+; }" \
+				"$(cat "$S/type.$side" 2>/dev/null)" \
+				"$(cat "$S/kernel.$side" 2>/dev/null)" "${cap^^}"
+			why=1
+		done
+		echo
 		;;
 	ib_atomic_bw)
 		p=$(devinfo_field "$DEV" atomic_cap)

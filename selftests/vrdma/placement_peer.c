@@ -64,6 +64,8 @@
 
 #define BUF_SIZE	4096
 #define FILL		0xa5
+/* A protocol line: a keyword, an offset and up to BUF_SIZE bytes in hex. */
+#define LINE_MAX_LEN	(2 * BUF_SIZE + 64)
 
 static struct {
 	struct ibv_context *ctx;
@@ -102,7 +104,7 @@ static void die(const char *what)
 /* One line over the TCP connection, either way. */
 static void say(const char *fmt, ...)
 {
-	char line[512];
+	static char line[LINE_MAX_LEN];
 	va_list ap;
 	int n;
 
@@ -116,7 +118,7 @@ static void say(const char *fmt, ...)
 
 static char *hear(void)
 {
-	static char line[512];
+	static char line[LINE_MAX_LEN];
 	size_t n = 0;
 
 	while (n < sizeof(line) - 1) {

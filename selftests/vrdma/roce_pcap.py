@@ -46,7 +46,9 @@ ROCE_PORT = 4791
 
 # Extension header lengths.
 RETH, AETH, IMMDT, IETH, DETH, ATOMETH, ATOMACK = 16, 4, 4, 4, 8, 28, 8
-FETH = 4
+# The FLUSH extended transport header; negative: an entry of exts is
+# told apart by its value, and AETH, IMMDT and IETH are 4 bytes too.
+FETH = -4
 
 # Flags per opcode: P payload; F/M/L/O position (first, middle, last,
 # only); Q request, R response; A answered by ACKs (RC requests).
@@ -186,7 +188,7 @@ class Packet:
             self.bad(f"unknown opcode 0x{self.opcode:02x}")
             return
         self.name, exts, self.flags = OPCODES[self.opcode]
-        hdr = 12 + sum(exts)
+        hdr = 12 + sum(abs(e) for e in exts)
         self.paylen = len(b) - hdr - self.pad - 4
         if self.paylen < 0:
             self.bad(f"{len(b)} bytes: too short for headers and pad")
@@ -209,7 +211,7 @@ class Packet:
             elif e == AETH:
                 self.syndrome = b[off]
                 self.msn = struct.unpack_from(">I", b, off)[0] & 0xFFFFFF
-            off += e
+            off += abs(e)
         if self.name.endswith("RDMA_WRITE_ONLY") and \
                 self.dmalen != self.paylen:
             self.bad(f"WRITE_ONLY payload {self.paylen} != "

@@ -230,6 +230,17 @@ static struct ibv_qp *qp_connect(int access)
 			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
 			  IBV_QP_MAX_QP_RD_ATOMIC))
 		die("modify_qp RTS");
+	/*
+	 * Both QPs ready before anything is sent: a request reaching a QP
+	 * not yet in RTR is dropped, and rdma_rxe's retransmission of an
+	 * ATOMIC WRITE carries address 0 (its go-back-N resets the WQE's
+	 * address only for READ, WRITE and ATOMIC work requests).
+	 */
+	say("rts");
+	if (strcmp(hear(), "rts")) {
+		fprintf(stderr, "placement_peer: the peer's QP is not ready\n");
+		exit(1);
+	}
 	return qp;
 }
 
@@ -275,7 +286,7 @@ static int serve(bool flush)
 	printf("target: MR %p rkey 0x%x (write%s), rkey 0x%x (read only); "
 	       "an MR with IB_ACCESS_FLUSH_PERSISTENT: %s\n", buf, mw->rkey,
 	       flush ? ", flush global" : "", mro->rkey,
-	       mp ? "registered" : strerror(errno));
+	       mp ? "registered" : flush ? strerror(errno) : "not asked for");
 	say("mr %" PRIu64 " %u %u %" PRIu64 " %u", (uint64_t)(uintptr_t)buf,
 	    mw->rkey, mro->rkey, (uint64_t)(uintptr_t)pbuf, mp ? mp->rkey : 0);
 

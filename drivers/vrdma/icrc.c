@@ -145,3 +145,28 @@ u32 vrdma_icrc(struct sk_buff *skb, unsigned int len)
 
 	return ~crc;
 }
+
+/**
+ * vrdma_icrc_rxe_flush() - is this rdma_rxe's ICRC of a FLUSH request?
+ * @skb: an RC FLUSH request as vrdma_rcv() has checked it up to its ICRC:
+ *	skb->data at the BTH, its BTH, FETH and RETH (@hdr_len bytes)
+ *	linear, no payload and no pad
+ * @hdr_len: the length of those headers
+ * @icrc: vrdma_icrc() of the packet
+ * @wire: the ICRC the packet carries
+ *
+ * rdma_rxe's opcode table (Linux 6.2 to at least 6.12) gives RC_FLUSH no
+ * payload offset, so its ICRC covers the BTH, FETH and RETH a second time
+ * after the masked headers, unmasked, as if they were the payload; rxe
+ * sends FLUSHes with that ICRC and expects it.  vrdma sends the ICRC of
+ * the IBA, and accepts this form as well, for FLUSH requests only: it still
+ * covers every byte of the packet, so a damaged packet is still dropped.
+ *
+ * Context: any.
+ * Return: true if @wire is that ICRC.
+ */
+bool vrdma_icrc_rxe_flush(struct sk_buff *skb, unsigned int hdr_len,
+			  u32 icrc, u32 wire)
+{
+	return ~crc32_le(~icrc, skb->data, hdr_len) == wire;
+}

@@ -107,7 +107,7 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 	struct vrdma_bth *bth;
 	struct vrdma_qp *qp;
 	__le32 wire_icrc;
-	u32 apsn;
+	u32 apsn, icrc;
 
 	/* The ICRC covers the IP header; it must be exactly one we know. */
 	ip_len = skb_transport_offset(skb) - skb_network_offset(skb);
@@ -165,10 +165,16 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 		if (skb_copy_bits(skb, len - VRDMA_ICRC_SIZE, &wire_icrc,
 				  VRDMA_ICRC_SIZE))
 			goto malformed;
-		if (vrdma_icrc(skb, bytes - VRDMA_ICRC_SIZE) !=
-		    le32_to_cpu(wire_icrc)) {
-			vrdma_count(vdev, VRDMA_CNT_ICRC_ERR);
-			goto drop;
+		icrc = vrdma_icrc(skb, bytes - VRDMA_ICRC_SIZE);
+		if (icrc != le32_to_cpu(wire_icrc)) {
+			/* The pull may have moved the BTH: read it anew. */
+			if (vrdma_bth(skb)->opcode != VRDMA_OPCODE_RC_FLUSH ||
+			    !vrdma_icrc_rxe_flush(skb, hdr_len, icrc,
+						  le32_to_cpu(wire_icrc))) {
+				vrdma_count(vdev, VRDMA_CNT_ICRC_ERR);
+				goto drop;
+			}
+			vrdma_count(vdev, VRDMA_CNT_RXE_FLUSH_ICRC);
 		}
 	}
 	if (pskb_trim_rcsum(skb, len - VRDMA_ICRC_SIZE))

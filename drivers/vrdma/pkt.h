@@ -283,5 +283,7 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 
 /* icrc.c */
 u32 vrdma_icrc(struct sk_buff *skb, unsigned int len);
+bool vrdma_icrc_rxe_flush(struct sk_buff *skb, unsigned int hdr_len,
+			  u32 icrc, u32 wire);
 
 #endif /* VRDMA_PKT_H */

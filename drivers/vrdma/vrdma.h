@@ -166,6 +166,7 @@ enum vrdma_counter {
 	VRDMA_CNT_DOORBELLS,		/* SQ doorbells of user QPs */
 	VRDMA_CNT_WRONG_NETDEV,		/* dropped: not from the bound netdev */
 	VRDMA_CNT_RX_QUEUE_FULL,	/* dropped: VRDMA_RX_QUEUE_MAX queued */
+	VRDMA_CNT_RXE_FLUSH_ICRC,	/* FLUSHes with rdma_rxe's ICRC taken */
 	VRDMA_NUM_COUNTERS
 };
 

@@ -77,7 +77,8 @@ rows()
 	# ATOMIC WRITE and FLUSH (placement_peer, ours: no standard tool has
 	# them): the target checks its memory after each step; keys without
 	# the right get remote access errors.  Linux 6.2 on (ib_core's FLUSH
-	# rights, rdma_rxe's support of both).
+	# rights, rdma_rxe's support of both).  A FLUSH from vrdma to an
+	# rdma_rxe that drops it (rxe_drops_flush) is run as flush_dropped.
 	row v2r 4 placement_peer -t atomic_write
 	row r2v 6 placement_peer -t atomic_write
 	row v2r 4 placement_peer -t flush
@@ -291,6 +292,22 @@ vm_setup()
 		wait_until $((30 * SLOW)) gid_index "$DEV" ll
 }
 
+# rxe_drops_flush: is VM B's rdma_rxe one that drops the FLUSHes of
+# the IBA, vrdma's?  Its opcode table (Linux 6.2, its first FLUSH, to
+# 6.12, the newest tested here) gives RC_FLUSH no payload offset, so it
+# computes a FLUSH's ICRC over the BTH, FETH and RETH twice: it checks
+# FLUSHes that way, and sends them so (vrdma takes that form, counted in
+# rxe_flush_icrc).  rxe in both VMs agrees with itself.
+rxe_drops_flush()
+{
+	local v
+
+	[ "$TYPE_A" != rxe ] || return 1
+	v=$(cut -d. -f1,2 "$S/kernel.b" 2>/dev/null)
+	[[ $v =~ ^6\.([0-9]+)$ ]] || return 1
+	((BASH_REMATCH[1] >= 2 && BASH_REMATCH[1] <= 12))
+}
+
 # unsupported TOOL ARGS...: why vrdma (or, for placement_peer, rxe in VM
 # B: its capabilities in $S/caps.b) cannot run TOOL, or nothing if it can.
 unsupported()
@@ -300,7 +317,7 @@ unsupported()
 	case $1 in
 	placement_peer)
 		cap=atomic_write
-		[ "$3" != flush ] || cap=flush_global
+		[[ $3 != flush* ]] || cap=flush_global
 		for side in b a; do
 			p=$(cat "$S/caps.$side" 2>/dev/null)
 			[[ $p == *"$cap 1"* ]] && continue
@@ -440,6 +457,11 @@ row()
 		return
 	fi
 
+	if [ "$tool $1 $2 $dir" = "placement_peer -t flush v2r" ] &&
+	   rxe_drops_flush; then
+		set -- -t flush_dropped
+		desc="$tool $* $TYPE_A -> rxe $ipdesc"
+	fi
 	if [ "$SIDE" = a ]; then
 		why=$(unsupported "$tool" "$@")
 		if [ -n "$why" ]; then

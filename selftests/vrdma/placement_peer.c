@@ -7,7 +7,7 @@
  * step and says what it found.  QP numbers, PSNs, GIDs, addresses and keys
  * go over a TCP connection, as ibv_rc_pingpong's do.
  *
- *   placement_peer -d DEV -g GIDX -p PORT -t atomic_write|flush [HOST]
+ *   placement_peer -d DEV -g GIDX -p PORT -t TEST [HOST]
  *
  * Each case runs on QPs of its own (a remote access error breaks both):
  *
@@ -22,6 +22,12 @@
  *                 with IB_ACCESS_FLUSH_PERSISTENT; a persistent FLUSH of
  *                 an MR with only the global right, and a global FLUSH
  *                 through an rkey without it: IBV_WC_REM_ACCESS_ERR
+ *   flush_dropped an RDMA WRITE then a global FLUSH of its range, to a
+ *                 target that drops the FLUSH unanswered (rdma_rxe 6.2 to
+ *                 6.12 checks a FLUSH's ICRC over its headers twice, and
+ *                 so drops the FLUSH of the IBA: see vrdma's icrc.c): the
+ *                 WRITE lands, the FLUSH ends in IBV_WC_RETRY_EXC_ERR once
+ *                 the retries are spent, nothing else changes
  *
  * rdma-core 44 has neither ibv_wr_flush() nor the FLUSH access flags: the
  * flags are ib_core's values, and a FLUSH is written into the send queue
@@ -597,7 +603,24 @@ static void run_flush(const struct target *t, struct ibv_mr *lmr)
 	ibv_destroy_qp(qp);
 }
 
-static int request(bool flush)
+static void run_flush_dropped(const struct target *t, struct ibv_mr *lmr)
+{
+	struct ibv_qp *qp = new_qp(NULL);
+	uint8_t *data = lmr->addr;
+
+	for (int i = 0; i < 256; i++)
+		data[i] = (uint8_t)(i * 5 + 1);
+	rdma_write(qp, 20, lmr, 256, t->wkey, t->addr + 1024);
+	post_flush(qp, 21, t->wkey, t->addr + 1024, 256, PP_FLUSH_GLOBAL,
+		   PP_FLUSH_RANGE);
+	expect_wc(20, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, "RDMA WRITE of 256 bytes");
+	expect_wc(21, IBV_WC_RETRY_EXC_ERR, 0,
+		  "global FLUSH the target drops: retries spent");
+	target_expects(1024, data, 256, "RDMA WRITE before the dropped FLUSH");
+	ibv_destroy_qp(qp);
+}
+
+static int request(const char *test)
 {
 	struct ibv_mr *lmr;
 	struct target t;
@@ -612,8 +635,10 @@ static int request(bool flush)
 	lmr = ibv_reg_mr(g.pd, lbuf, BUF_SIZE, IBV_ACCESS_LOCAL_WRITE);
 	if (!lmr)
 		die("ibv_reg_mr");
-	if (flush)
+	if (!strcmp(test, "flush"))
 		run_flush(&t, lmr);
+	else if (!strcmp(test, "flush_dropped"))
+		run_flush_dropped(&t, lmr);
 	else
 		run_atomic_write(&t);
 	say("done");
@@ -632,7 +657,7 @@ static uint64_t caps(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: placement_peer -d DEV -g GIDX -p PORT "
-		"-t atomic_write|flush [HOST]\n"
+		"-t atomic_write|flush|flush_dropped [HOST]\n"
 		"       placement_peer -d DEV --caps\n");
 	exit(2);
 }
@@ -661,6 +686,7 @@ int main(int argc, char **argv)
 			usage();
 	}
 	if (!dev || (!want_caps && (!test || (strcmp(test, "flush") &&
+					     strcmp(test, "flush_dropped") &&
 					     strcmp(test, "atomic_write")))))
 		usage();
 	list = ibv_get_device_list(&n);
@@ -687,9 +713,9 @@ int main(int argc, char **argv)
 		die("pd/cq/gid");
 	tcp_connect(host, port);
 	if (host)
-		request(!strcmp(test, "flush"));
+		request(test);
 	else
-		serve(!strcmp(test, "flush"));
+		serve(strcmp(test, "atomic_write"));
 	printf("placement_peer %s %s: %d checks passed, %d failed\n",
 	       host ? "requester" : "target", test, g.passed, g.failed);
 	return g.failed || !g.passed;

@@ -30,6 +30,7 @@
  *                       sends them: empty READ RESPONSE ONLY answers, the
  *                       8 bytes written; duplicates answered from the
  *                       responder resources, not executed again
+ *   placement_rxe_flush_icrc  rdma_rxe's FLUSH ICRC taken on a FLUSH only
  *   placement_forged    forged ATOMIC WRITEs and FLUSHes (bad rkey, no
  *                       rights on the QP or the key, misaligned, out of
  *                       range, wrong lengths, reserved FETH values): each
@@ -181,6 +182,14 @@ struct tx {
 	uint32_t feth;		/* FETH */
 	const void *data;
 	uint32_t len;
+	int icrc;		/* ICRC_* */
+};
+
+/* The ICRC a forged packet carries. */
+enum {
+	ICRC_IBA,		/* the IBA's */
+	ICRC_RXE,		/* rdma_rxe's FLUSH ICRC (wire_icrc_rxe_flush) */
+	ICRC_RXE_BAD,		/* that one with a bit flipped */
 };
 
 static uint16_t ip_id = 1;
@@ -251,7 +260,12 @@ static int peer_send(const struct tx *t)
 	p += el;
 	if (t->len)
 		memcpy(p, t->data, t->len);
-	wire_icrc(pkt, len);
+	if (t->icrc == ICRC_IBA)
+		wire_icrc(pkt, len);
+	else
+		wire_icrc_rxe_flush(pkt, len);
+	if (t->icrc == ICRC_RXE_BAD)
+		pkt[len - 1] ^= 0x10;
 	return sendto(peer_tx, pkt, len, 0, (struct sockaddr *)&to,
 		      sizeof(to)) == (ssize_t)len ? 0 : -1;
 }
@@ -2015,6 +2029,74 @@ TEST_F(wire, placement_responder)
 	/* hw_counters are read again only after ib_core's lifespan */
 	EXPECT_COUNTER(fmr ? 2 : 1, "atomic_replayed", replayed);
 	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+	if (fmr)
+		ibv_dereg_mr(fmr);
+}
+
+/*
+ * rdma_rxe's FLUSH ICRC (its headers covered twice, wire_icrc_rxe_flush()):
+ * taken on a FLUSH and counted in rxe_flush_icrc, so that rxe's FLUSHes
+ * are executed; an ATOMIC WRITE with an ICRC of that form, and a FLUSH
+ * whose rxe ICRC is off by one bit, are dropped as ICRC errors, nothing
+ * answered or written.  Where ib_core grants no FLUSH rights (6.1) the
+ * FLUSH taken is NAKed: that it is answered at all shows it was taken.
+ */
+TEST_F(wire, placement_rxe_flush_icrc)
+{
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x7400,
+				.access = IBV_ACCESS_REMOTE_WRITE |
+					  ACCESS_FLUSH_GLOBAL };
+	long long rxe_icrc = counter("rxe_flush_icrc");
+	long long icrc_err = counter("icrc_errors");
+	uint64_t v = 0x0123456789abcdefull;
+	uint8_t *word = self->b.p + 4096;
+	struct ibv_mr *fmr = flush_mr(self);
+	uint32_t p = po.rq_psn;
+	struct rx r;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "rxe checks FLUSH ICRCs its own way");
+	if (!fmr)
+		po.access = IBV_ACCESS_REMOTE_WRITE;
+	peer_connect(_metadata, self, &po);
+	memset(word, 0x5a, 16);
+
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ATOMIC_WRITE, .psn = p, .ackreq = 1,
+		.va = (uintptr_t)word, .rkey = self->b.mr->rkey, .dmalen = 8,
+		.data = &v, .len = 8, .icrc = ICRC_RXE,
+	}));
+	EXPECT_QUIET("ATOMIC WRITE with rxe's FLUSH ICRC");
+	EXPECT_EQ(0x5a, word[0]);
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_FLUSH, .psn = p, .ackreq = 1,
+		.feth = FETH(1, 0), .va = (uintptr_t)self->b.p,
+		.rkey = fmr ? fmr->rkey : self->b.mr->rkey, .dmalen = 8192,
+		.icrc = ICRC_RXE_BAD,
+	}));
+	EXPECT_QUIET("FLUSH with a damaged rxe ICRC");
+	EXPECT_COUNTER(2, "icrc_errors", icrc_err);
+	EXPECT_COUNTER(0, "rxe_flush_icrc", rxe_icrc);
+
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_FLUSH, .psn = p, .ackreq = 1,
+		.feth = FETH(1, 0), .va = (uintptr_t)self->b.p,
+		.rkey = fmr ? fmr->rkey : self->b.mr->rkey, .dmalen = 8192,
+		.icrc = ICRC_RXE,
+	}));
+	if (fmr) {
+		EXPECT_PLACEMENT_ACK(&r, p, 1);
+		EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+	} else {
+		EXPECT_PKT(&r, OP_ACK, p, 1000);
+		EXPECT_NE(SYN_ACK, r.syn);
+	}
+	EXPECT_QUIET("after the FLUSH");
+	EXPECT_COUNTER(1, "rxe_flush_icrc", rxe_icrc);
+	EXPECT_COUNTER(2, "icrc_errors", icrc_err);
+	/* those two were meant to fail it: the teardown checks the rest */
+	self->icrc_errors += 2;
+	EXPECT_EQ(0x5a, word[0]);
 	if (fmr)
 		ibv_dereg_mr(fmr);
 }

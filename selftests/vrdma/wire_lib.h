@@ -68,10 +68,11 @@ static inline void wire_ip_udp(uint8_t *pkt, size_t len, const void *saddr,
  * Write the ICRC into the last 4 bytes of the @len byte packet @pkt: the
  * CRC of 8 bytes of 1s standing in for the LRH, of the IPv4, UDP and BTH
  * headers with their variant fields (TOS, TTL, both checksums, BTH
- * resv8a) set to 1s, then of the rest as it is; least significant byte
- * first on the wire.
+ * resv8a) set to 1s, then of the rest as it is (@twice: then of the BTH
+ * and the rest again, as they are); least significant byte first on the
+ * wire.
  */
-static inline void wire_icrc(uint8_t *pkt, size_t len)
+static inline void wire_icrc_ext(uint8_t *pkt, size_t len, int twice)
 {
 	static const uint8_t lrh[8] = {
 		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
@@ -87,11 +88,30 @@ static inline void wire_icrc(uint8_t *pkt, size_t len)
 	m[32] = 0xff;			/* BTH resv8a */
 	crc = wire_crc32(0xffffffff, lrh, sizeof(lrh));
 	crc = wire_crc32(crc, m, sizeof(m));
-	crc = ~wire_crc32(crc, pkt + sizeof(m), p - (pkt + sizeof(m)));
+	crc = wire_crc32(crc, pkt + sizeof(m), p - (pkt + sizeof(m)));
+	if (twice)
+		crc = wire_crc32(crc, pkt + WIRE_HDR_LEN - 12,
+				 p - (pkt + WIRE_HDR_LEN - 12));
+	crc = ~crc;
 	p[0] = crc;
 	p[1] = crc >> 8;
 	p[2] = crc >> 16;
 	p[3] = crc >> 24;
+}
+
+static inline void wire_icrc(uint8_t *pkt, size_t len)
+{
+	wire_icrc_ext(pkt, len, 0);
+}
+
+/*
+ * The ICRC rdma_rxe (Linux 6.2 to 6.12 at least) puts on a FLUSH, which
+ * has no payload: its opcode table gives FLUSH no payload offset, so the
+ * BTH and what follows it are covered a second time, unmasked.
+ */
+static inline void wire_icrc_rxe_flush(uint8_t *pkt, size_t len)
+{
+	wire_icrc_ext(pkt, len, 1);
 }
 
 #endif /* VRDMA_WIRE_LIB_H */

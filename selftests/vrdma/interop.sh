@@ -151,6 +151,11 @@ host_main()
 			"$(sed -n 's/.* icrc_errors \([0-9]*\) malformed \([0-9]*\) .*/\1 \2/p' \
 			   "$out/primary/counters" 2>/dev/null)"
 
+	# The checks of the capture below need all of it.
+	check_eq "the capture lost no packet (tcpdump: dropped by kernel)" 0 \
+		"$(sed -n 's/^\([0-9]*\) packets dropped by kernel$/\1/p' \
+		   "$out/primary/tcpdump.log" 2>/dev/null)"
+
 	# Every RoCEv2 packet on the wire, with a checker of our own.
 	# (vm-run gives the VMs the MACs 52:54:00:00:00:01 and :02.)
 	a=$TYPE_A
@@ -548,7 +553,10 @@ vm_main()
 
 	if [ "$SIDE" = a ]; then
 		: >/vmout/results
-		tcpdump -i eth0 -Z root -w /vmout/interop.pcap -U \
+		# A 64 MiB capture buffer holds the whole run (about 30 MB):
+		# a tcpdump that the loaded VM schedules late loses nothing, and
+		# the checks below need every packet.
+		tcpdump -i eth0 -Z root -B 65536 -w /vmout/interop.pcap -U \
 			'udp port 4791 or arp or icmp or icmp6' 2>/vmout/tcpdump.log &
 		tcpdump_pid=$!
 		wait_until 20 grep -q listening /vmout/tcpdump.log

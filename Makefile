@@ -62,7 +62,7 @@ provider:
 
 selftests: all
 	$(MAKE) -C $(SELFTESTS)
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(SELFTESTS)/kmod W=1 modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(SELFTESTS)/mr/kmod W=1 modules
 	$(MAKE) -C examples
 	$(MAKE) -C $(PROVIDER) build/ring_test build/fake_kernel_test
 
@@ -131,6 +131,6 @@ clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	$(MAKE) -C $(PROVIDER) clean
 	$(MAKE) -C $(SELFTESTS) clean
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(SELFTESTS)/kmod clean
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(SELFTESTS)/mr/kmod clean
 	$(MAKE) -C examples clean
 	rm -rf build

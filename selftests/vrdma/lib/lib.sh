@@ -1,0 +1,535 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Shared helpers of the vrdma shell selftests.  They run as root inside the
+# test VM (scripts/vm-run), produce TAP, and exit 0 only if every check
+# passed (4 = kselftest "skip").
+#
+#   . "$(dirname "$0")/../lib/lib.sh"
+#   vrdma_load; veth_pair a b
+#   check "link add works" rdma link add vrdma0 type vrdma netdev a
+#   check_fails "unknown netdev is refused" "No such device" rdma link add ...
+#   finish
+
+set -u
+
+# A long test that boots a VM of its own (make check-long runs it on the
+# host) sets VRDMA_OWN_VM to that VM's timeout in seconds (times
+# VRDMA_TEST_SLOW) before it sources lib.sh: on the host, it then runs
+# again inside a VM (scripts/vm-run, logs in out/NAME[-TYPE]).
+if [ -n "${VRDMA_OWN_VM:-}" ] && [ -z "${VRDMA_VM:-}" ]; then
+	_name=$(basename "$0" .sh)
+	_dir=$(basename "$(dirname "$0")")
+	cd "$(dirname "$0")/../../.." || exit 1
+	exec scripts/vm-run --timeout $((VRDMA_OWN_VM * ${VRDMA_TEST_SLOW:-1})) \
+		--out "out/$_name${VRDMA_TEST_TYPE:+-$VRDMA_TEST_TYPE}" \
+		"selftests/vrdma/$_dir/$_name.sh"
+fi
+
+VRDMA_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+VRDMA_KO=${VRDMA_KO:-$VRDMA_TOP/vrdma.ko}
+# Load our provider from the build tree, not from an installed copy.
+export RDMAV_DRIVERS=${RDMAV_DRIVERS:-$VRDMA_TOP/userspace-provider/libvrdma}
+
+_tap_n=0
+_tap_failed=0
+echo "TAP version 13"
+
+# tap_result STATUS DESCRIPTION: record one result (0 = ok).
+tap_result()
+{
+	_tap_n=$((_tap_n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $_tap_n $2"
+	else
+		echo "not ok $_tap_n $2"
+		_tap_failed=$((_tap_failed + 1))
+	fi
+}
+
+# check DESCRIPTION CMD...: CMD must succeed.
+check()
+{
+	local desc=$1 out rc
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		printf '# %s -> exit %d\n' "$*" "$rc"
+		printf '%s\n' "$out" | sed 's/^/#   /'
+	fi
+	tap_result "$rc" "$desc"
+}
+
+# check_fails DESCRIPTION ERE CMD...: CMD must fail, and say why: its
+# output (stdout and stderr) must match ERE, the error it is expected to
+# report.  Any non-zero exit is not enough: a missing or broken tool fails
+# too, for another reason.
+check_fails()
+{
+	local desc=$1 ere=$2 out rc
+	shift 2
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" -eq 0 ]; then
+		printf '# %s\n# -> unexpectedly succeeded\n' "$*"
+		printf '%s\n' "$out" | sed 's/^/#   /'
+		tap_result 1 "$desc"
+	elif ! printf '%s\n' "$out" | grep -Eq -- "$ere"; then
+		printf '# %s -> exit %d, but not with /%s/:\n' "$*" "$rc" "$ere"
+		printf '%s\n' "$out" | sed 's/^/#   /'
+		tap_result 1 "$desc"
+	else
+		printf '# %s -> exit %d: %s\n' "$*" "$rc" \
+			"$(printf '%s\n' "$out" | grep -Em 1 -- "$ere")"
+		tap_result 0 "$desc"
+	fi
+}
+
+# tap_relay PREFIX OUTPUT: one result of ours for each "ok N NAME" or
+# "not ok N NAME" line in OUTPUT (a kselftest harness program's), named
+# "PREFIX NAME"; on a failure the whole OUTPUT is shown.
+tap_relay()
+{
+	local line name
+
+	while read -r line; do
+		case $line in
+		"ok "[0-9]*|"not ok "[0-9]*)
+			name=${line#*ok }
+			name=${name#* }
+			if [ "${line#not }" = "$line" ]; then
+				tap_result 0 "$1 $name"
+			else
+				printf '%s\n' "$2" | sed 's/^/#   /'
+				tap_result 1 "$1 $name"
+			fi
+			;;
+		esac
+	done <<<"$2"
+}
+
+# check_eq DESCRIPTION EXPECTED ACTUAL
+check_eq()
+{
+	if [ "$2" = "$3" ]; then
+		tap_result 0 "$1"
+	else
+		printf '# expected: %s\n# actual:   %s\n' "$2" "$3"
+		tap_result 1 "$1"
+	fi
+}
+
+# check_match DESCRIPTION REGEX TEXT: TEXT must contain a match of REGEX.
+check_match()
+{
+	if printf '%s\n' "$3" | grep -Eq -- "$2"; then
+		tap_result 0 "$1"
+	else
+		printf '# no match for /%s/ in:\n' "$2"
+		printf '%s\n' "$3" | sed 's/^/#   /'
+		tap_result 1 "$1"
+	fi
+}
+
+# rdma_res: how many QPs, CQs, MRs and PDs $DEV has: ib_core's own for its
+# MAD agents included, the idle CQs its CQ pool keeps until the device goes
+# not.
+rdma_res()
+{
+	local k
+
+	for k in qp cq mr pd; do
+		echo "$k $(rdma resource show "$k" 2>/dev/null |
+			grep -E "(dev $DEV |link $DEV/)" |
+			grep -Evc 'users 0 .*comm \[ib_core\]')"
+	done | tr '\n' ' '
+}
+
+# wait_until SECONDS CMD...: poll CMD until it succeeds or time runs out.
+wait_until()
+{
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep 0.2
+	done
+}
+
+# fio_blockdev DEV NAME ARGS...: fio job NAME with ARGS on the first
+# SIZE_MB MiB of block device DEV, direct I/O through libaio; its output,
+# in $scratch/NAME.log, is shown only when it fails.  It creates no file:
+# if DEV has gone it fails, and leaves no file in /dev that would take the
+# name of the next device node.
+fio_blockdev()
+{
+	local dev=$1 name=$2 log=${scratch:?}/$2.log
+
+	shift 2
+	timeout -k 10 $((300 * ${VRDMA_TEST_SLOW:-1})) fio --name="$name" \
+		--filename="$dev" --allow_file_create=0 \
+		--ioengine=libaio --direct=1 \
+		--size="${SIZE_MB:?}M" --eta=never --output="$log" "$@" ||
+		{ cat "$log"; return 1; }
+}
+
+# wait_file SECONDS FILE...: until one of the FILEs exists; 1 if none did
+# in time (they are looked at once more when it is up).
+wait_file()
+{
+	local deadline=$((SECONDS + $1)) f
+	shift
+	while :; do
+		for f in "$@"; do
+			[ -e "$f" ] && return 0
+		done
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep 0.2
+	done
+}
+
+# vm2_boot OUT TIMEOUT SCRIPT [VM-RUN OPTION...]: the VMs of a two-VM test
+# (run on the host): two of one vCPU each on a virtio-net wire, both
+# running SCRIPT (VRDMA_VM_ROLE tells them apart), logs in OUT, their
+# output shown as TAP comments.  Returns vm-run's exit status.
+#
+# Two TCG VMs on a busy host are each slow and descheduled at times.  A
+# guest may then calibrate its TSC against the PIT while descheduled ("PIT
+# calibration deviates from HPET") and run its clock several times too
+# fast until the clocksource watchdog notices, reporting soft lockups and
+# RCU stalls that never were: tsc=unstable.  Or it may miss the timer
+# interrupts its boot-time check waits for and panic ("IO-APIC + timer
+# doesn't work"): no_timer_check, as usual for virtual machines.
+vm2_boot()
+{
+	local out=$1 timeout=$2 script=$3 rc t0=$SECONDS
+
+	shift 3
+	echo "# two VMs (--smp 1 each); output in $out"
+	(cd "$VRDMA_TOP" && scripts/vm-run "$@" --smp 1 --mem 1G \
+		--timeout "$timeout" --out "$out" --peer-grace 20 \
+		--append "tsc=unstable no_timer_check" \
+		--peer-cmd "$script" "$script") 2>&1 | sed -u 's/^/# /'
+	rc=${PIPESTATUS[0]}
+	echo "# VMs done in $((SECONDS - t0)) s"
+	return "$rc"
+}
+
+# vm2_results FILE: the results the primary VM recorded in FILE, lines
+# "STATUS DESCRIPTION", as TAP results of ours; their count in VM2_N.
+vm2_results()
+{
+	local rc line
+
+	VM2_N=0
+	while read -r rc line; do
+		tap_result "$rc" "$line"
+		VM2_N=$((VM2_N + 1))
+	done < <(cat "$1" 2>/dev/null)
+}
+
+finish()
+{
+	echo "1..$_tap_n"
+	echo "# $((_tap_n - _tap_failed)) passed, $_tap_failed failed"
+	[ "$_tap_failed" -eq 0 ]
+	exit
+}
+
+# in_ci: running under CI (CI set and not 0/false, as .ci/run sets it).
+# There scripts/install-deps has installed every tool and make has built
+# every program, so whatever a test would skip for is missing by mistake.
+in_ci()
+{
+	case ${CI:-} in
+	""|0|false) return 1 ;;
+	esac
+}
+
+# skip_all WHY: the whole test cannot run here: a skip, under CI a failure.
+skip_all()
+{
+	if in_ci; then
+		tap_result 1 "$* (a failure under CI)"
+		finish
+	fi
+	echo "1..0 # SKIP $*"
+	exit 4
+}
+
+# skip_one DESCRIPTION WHY: one check that cannot run here: a skipped
+# result, under CI a failed one.
+skip_one()
+{
+	if in_ci; then
+		tap_result 1 "$1 ($2: a failure under CI)"
+	else
+		_tap_n=$((_tap_n + 1))
+		echo "ok $_tap_n $1 # SKIP $2"
+	fi
+}
+
+# use_device_type: load the module of the device type under test, $TYPE
+# (VRDMA_TEST_TYPE: vrdma or rxe), unloading the other one: rdma_rxe and
+# vrdma both bind UDP port 4791, never both at once.  Sets loaded_rxe when
+# it loaded rdma_rxe, for the caller's cleanup to unload it again.
+use_device_type()
+{
+	loaded_rxe=
+	case $TYPE in
+	vrdma)
+		! lsmod | grep -q '^rdma_rxe ' || rmmod rdma_rxe || exit 1
+		vrdma_load || exit 1
+		;;
+	rxe)
+		vrdma_unload || exit 1
+		if ! lsmod | grep -q '^rdma_rxe '; then
+			modprobe rdma_rxe || skip_all "rdma_rxe is not available"
+			loaded_rxe=1
+		fi
+		;;
+	*)
+		skip_all "VRDMA_TEST_TYPE must be vrdma or rxe"
+		;;
+	esac
+}
+
+# vrdma_load: our module from the build tree, after the modules it needs
+# (insmod does not load dependencies) and uverbs for user space.
+vrdma_load()
+{
+	local dep
+
+	[ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
+	[ -f "$VRDMA_KO" ] || skip_all "$VRDMA_KO not built"
+	for dep in $(modinfo -F depends "$VRDMA_KO" | tr ',' ' ') ib_uverbs; do
+		modprobe "$dep" || return 1
+	done
+	lsmod | grep -q '^vrdma ' || insmod "$VRDMA_KO"
+}
+
+vrdma_unload()
+{
+	! lsmod | grep -q '^vrdma ' || rmmod vrdma
+}
+
+# veth_pair A B: a veth pair, both ends up.
+veth_pair()
+{
+	ip link add "$1" type veth peer name "$2" &&
+		ip link set "$1" up && ip link set "$2" up
+}
+
+# veth_dev_up A B IP DEV: a veth pair A-B, both ends up, IP/24 on A and the
+# RDMA device DEV of type $TYPE on A, its port ACTIVE within 20 s.
+veth_dev_up()
+{
+	ip link add "$1" type veth peer name "$2" &&
+		ip addr add "$3/24" dev "$1" &&
+		ip link set "$1" up && ip link set "$2" up &&
+		rdma link add "$4" type "$TYPE" netdev "$1" &&
+		wait_until 20 port_active "$4"
+}
+
+# need_modules MODULE...: skip the test unless every MODULE is available.
+need_modules()
+{
+	local m
+
+	for m in "$@"; do
+		modinfo "$m" >/dev/null 2>&1 ||
+			skip_all "module $m is not available"
+	done
+}
+
+# ib_devices: the names of all ib devices, space separated, sorted.
+ib_devices()
+{
+	ls /sys/class/infiniband 2>/dev/null | sort | tr '\n' ' ' | sed 's/ $//'
+}
+
+# port_state DEV: the port state as rdma-tool shows it (ACTIVE, DOWN).
+port_state()
+{
+	rdma link show "$1/1" 2>/dev/null | sed -n 's/.* state \([A-Z_]*\).*/\1/p'
+}
+
+# port_active DEV: DEV's port is ACTIVE.
+port_active() { [ "$(port_state "$1")" = ACTIVE ]; }
+
+# devinfo_field DEV FIELD: one "field: value" of ibv_devinfo -v.
+devinfo_field()
+{
+	ibv_devinfo -v -d "$1" | sed -n "s/^[[:space:]]*$2:[[:space:]]*//p" | head -n 1
+}
+
+# veth_routed A B IPA IPB TABLE PREF: a veth pair A-B with IPA/24 on A and
+# IPB/24 on B whose traffic between IPA and IPB really crosses the veth.
+# Both addresses are local, so by default the kernel routes between them
+# through lo; rules for locally generated packets (iif lo) between exactly
+# these two addresses, looked up before the local table (moved from
+# preference 0 to 1000), send them out of the veth instead, and
+# accept_local lets the other end take packets from a local source address.
+# Uses routing tables TABLE and TABLE+1, rule preferences PREF and PREF+1.
+veth_routed()
+{
+	local a=$1 b=$2 ipa=$3 ipb=$4 t=$5 p=$6
+
+	# Batched: every process costs about half a second under TCG.
+	ip -batch - <<-EOF || return 1
+		link add $a type veth peer name $b
+		addr add $ipa/24 dev $a
+		addr add $ipb/24 dev $b
+		link set $a up
+		link set $b up
+	EOF
+	echo 1 >"/proc/sys/net/ipv4/conf/$a/accept_local" &&
+	echo 1 >"/proc/sys/net/ipv4/conf/$b/accept_local" &&
+	echo 0 >"/proc/sys/net/ipv4/conf/$a/rp_filter" &&
+	echo 0 >"/proc/sys/net/ipv4/conf/$b/rp_filter" || return 1
+	ip -batch - <<-EOF || return 1
+		route add $ipb dev $a src $ipa table $t
+		route add $ipa dev $b src $ipb table $((t + 1))
+		rule add pref $p iif lo from $ipa to $ipb lookup $t
+		rule add pref $((p + 1)) iif lo from $ipb to $ipa lookup $((t + 1))
+	EOF
+	ip rule show pref 1000 | grep -q . || ip rule add pref 1000 lookup local
+	ip rule del pref 0 lookup local 2>/dev/null
+	return 0
+}
+
+# veth_routed_del A TABLE PREF: undo veth_routed (the local table goes back
+# to preference 0 when no other rule of ours is left).
+veth_routed_del()
+{
+	ip -force -batch - >/dev/null 2>&1 <<-EOF
+		link del $1
+		rule del pref $3
+		rule del pref $(($3 + 1))
+		route flush table $2
+		route flush table $(($2 + 1))
+	EOF
+	if ! ip rule show | grep -qv 'lookup \(local\|main\|default\)'; then
+		ip -force -batch - >/dev/null 2>&1 <<-EOF
+			rule add pref 0 lookup local
+			rule del pref 1000 lookup local
+		EOF
+	fi
+	return 0
+}
+
+# roce_v2_ipv4_gid DEV: the index of DEV's RoCE v2 GID with an IPv4 address.
+roce_v2_ipv4_gid()
+{
+	local d=/sys/class/infiniband/$1/ports/1 f i
+
+	# One grep over the table: a shell loop over 1024 entries is slow
+	# under TCG.
+	while read -r f; do
+		i=${f##*/}
+		if [ "$(cat "$d/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ]; then
+			echo "$i"
+			return 0
+		fi
+	done < <(grep -l '^0000:0000:0000:0000:0000:ffff:' "$d"/gids/* 2>/dev/null)
+	return 1
+}
+
+# The servers tool_pair started; stop_servers SIGNAL kills what is left.
+servers=()
+stop_servers()
+{
+	local p
+
+	for p in "${servers[@]}"; do
+		kill -s "$1" "$p" 2>/dev/null
+	done
+}
+
+# rdma_links_del DEV...: delete these RDMA devices if they exist, quietly.
+rdma_links_del() { printf 'link delete %s\n' "$@" | rdma -f -b - >/dev/null 2>&1; }
+
+# check_gids DEV...: a check each that DEV gets an IPv4 RoCE v2 GID (10 s).
+check_gids()
+{
+	local d
+
+	for d; do
+		check "$d has an IPv4 RoCE v2 GID" wait_until 10 roce_v2_ipv4_gid "$d"
+	done
+}
+
+# rdma_links_add: devices $D0 on netdev $N0 and $D1 on $N1, of $TYPE
+# (use_device_type), and check_gids for both.
+rdma_links_add()
+{
+	printf 'link add %s type %s netdev %s\n' \
+		"$D0" "$TYPE" "$N0" "$D1" "$TYPE" "$N1" | rdma -b - || return 1
+	check_gids "$D0" "$D1"
+}
+
+# tcp_listening PORT: something listens on TCP port PORT.
+tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
+
+# tool_pair READY PORT DESC PATTERN SERVER_CMD... -- CLIENT_CMD...: start
+# the server in the background (its PID goes to servers, for stop_servers
+# in the caller's cleanup), wait until "READY PORT" says it listens, run
+# the client in the foreground.  Both must exit 0 within SERVER_TIMEOUT and
+# CLIENT_TIMEOUT seconds, the client's output must match PATTERN (an ERE),
+# neither output may match TOOL_BAD (an ERE, any case; unset: no check),
+# else both outputs are shown.  The server gets TOOL_SRV_ARGS, the client
+# TOOL_CLI_ARGS appended (arrays, e.g. the port).  TOOL_WAIT (default 30 s
+# times VRDMA_TEST_SLOW) is how long the server may take to listen, and to
+# end once the client is done; TOOL_SHOW=1 shows the client's lines that
+# match PATTERN.
+tool_pair()
+{
+	local ready=$1 lport=$2 desc=$3 pat=$4 srv=() spid rc src slog clog
+	local t0 wait=${TOOL_WAIT:-$((30 * ${VRDMA_TEST_SLOW:-1}))}
+
+	shift 4
+	while [ "$1" != "--" ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	slog=$(mktemp)
+	clog=$(mktemp)
+	t0=$SECONDS
+	timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" "${TOOL_SRV_ARGS[@]}" \
+		>"$slog" 2>&1 &
+	spid=$!
+	servers+=("$spid")
+	if ! wait_until "$wait" "$ready" "$lport"; then
+		echo "# server not listening on $lport: ${srv[*]}"
+		sed 's/^/#   /' "$slog"
+		kill "$spid" 2>/dev/null
+		wait "$spid" 2>/dev/null
+		tap_result 1 "$desc"
+		rm -f "$slog" "$clog"
+		return
+	fi
+	timeout -k 5 "$CLIENT_TIMEOUT" "$@" "${TOOL_CLI_ARGS[@]}" >"$clog" 2>&1
+	rc=$?
+	# The server ends on its own once the client is done; if the client
+	# failed, it may wait for ever: give it a few seconds.
+	wait_until $((rc ? 5 : wait)) sh -c "! kill -0 $spid" ||
+		kill "$spid" 2>/dev/null
+	wait "$spid"
+	src=$?
+	if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ] ||
+	   ! grep -Eq -- "$pat" "$clog" ||
+	   { [ -n "${TOOL_BAD:-}" ] &&
+	     grep -Eqi -- "$TOOL_BAD" "$clog" "$slog"; }; then
+		echo "# client ($*) -> exit $rc"
+		sed 's/^/#   /' "$clog"
+		echo "# server (${srv[*]}) -> exit $src"
+		sed 's/^/#   /' "$slog"
+		tap_result 1 "$desc"
+	else
+		[ -z "${TOOL_SHOW:-}" ] || grep -E -- "$pat" "$clog" | sed 's/^/# /'
+		tap_result 0 "$desc ($((SECONDS - t0)) s)"
+	fi
+	rm -f "$slog" "$clog"
+}

@@ -1,0 +1,224 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# UCX and Open MPI between two VMs, each with a vrdma device on its end of
+# a virtual Ethernet wire (scripts/vm-run --peer-cmd):
+#
+#   VM A (primary, vrdma-vm)    vrdma0 on eth0, 10.78.0.1
+#   VM B (peer, vrdma-peer)     vrdma0 on eth0, 10.78.0.2
+#
+# VM A drives; VM B runs the commands A hands it through the shared
+# directory (a job file each, its output and exit status written back),
+# which also serves Open MPI as its remote shell (plm_rsh_agent: this
+# script with --rsh, in place of ssh).  Checks: ucx_perftest tag_bw,
+# ucp_put_bw (UCX_TLS=rc_v) and tag_lat (UCX_TLS=ud_verbs) from A to a
+# server in B, both exiting 0; mpi_xfer as rank 0 in A and rank 1 in B
+# over pml ucx (UCX_TLS=rc_v), 16 MiB and smaller messages both ways,
+# every byte checked, and A's vrdma0 byte counters showing the traffic.
+# Output is TAP; make check-long runs it (on the host: it boots the VMs).
+#
+# UCX_MPI_VM_ARGS: more scripts/vm-run options, e.g. --debug-kernel (with
+# vrdma.ko built for that kernel).
+S=${VRDMA_VM_SHARED:-/vmshared}
+SELF_DIR=$(cd "$(dirname "$0")" && pwd)
+SELF=$SELF_DIR/$(basename "$0")
+
+# remote CMD: run the shell command CMD in VM B, wait for it, print its
+# output and return its exit status (what ssh would do).
+remote()
+{
+	local j
+	j=$S/job.$$.$RANDOM$RANDOM
+
+	printf '%s\n' "$*" >"$j.tmp" && mv "$j.tmp" "$j.cmd" || return 255
+	while [ ! -e "$j.rc" ]; do
+		[ ! -e "$S/b.gone" ] || return 255
+		sleep 0.2
+	done
+	cat "$j.out" 2>/dev/null
+	return "$(cat "$j.rc")"
+}
+
+if [ "${1:-}" = --rsh ]; then
+	# Open MPI's remote shell in VM A: --rsh HOST CMD...
+	shift 2
+	remote "$*"
+	exit
+fi
+
+. "$(dirname "$0")/../lib/lib.sh"
+
+IP_A=10.78.0.1 IP_B=10.78.0.2
+DEV=vrdma0
+SLOW=${VRDMA_TEST_SLOW:-1}
+MIB=${UCX_MPI_MIB:-16}
+ITERS=${UCX_MPI_ITERS:-20}
+
+# ---------------------------------------------------------------- host ----
+
+host_main()
+{
+	local top out vmrc want=3
+	local -a vmargs
+
+	top=$(cd "$(dirname "$0")/../../.." && pwd)
+	out=${UCX_MPI_OUT:-$top/out/ucx_mpi_2vm}
+	command -v ucx_perftest >/dev/null || skip_all "ucx-utils not installed"
+	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
+	rm -rf "$out"
+	mkdir -p "$out"
+	read -r -a vmargs <<<"${UCX_MPI_VM_ARGS:-}"
+	vm2_boot "$out" $((1200 * SLOW)) "$SELF" "${vmargs[@]}"
+	vmrc=$?
+	vm2_results "$out/primary/results"
+	# The VMs see this machine's root: the same tools.
+	if command -v mpirun >/dev/null && [ -x "$SELF_DIR/../build/mpi_xfer" ]; then
+		want=6
+	else
+		skip_one "mpi_xfer, rank 0 in A, rank 1 in B" \
+			"mpirun (openmpi-bin) or build/mpi_xfer (libopenmpi-dev) missing"
+	fi
+	check_eq "every check ran in VM A" "$want" "$VM2_N"
+	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
+	finish
+}
+
+# ------------------------------------------------------------------ VM ----
+
+# VM B: run every job A hands over, each in the background, until A is done.
+serve()
+{
+	local f j
+	touch "$S/b.ready"
+	while [ ! -e "$S/a.done" ]; do
+		for f in "$S"/job.*.cmd; do
+			[ -e "$f" ] || continue
+			j=${f%.cmd}
+			mv "$f" "$j.run" || continue
+			(sh -c "$(cat "$j.run")" >"$j.out" 2>&1 </dev/null
+			 echo $? >"$j.rc.tmp"
+			 mv "$j.rc.tmp" "$j.rc") &
+		done
+		sleep 0.2
+	done
+	touch "$S/b.gone"
+}
+
+# result STATUS DESCRIPTION: a result for the host to report.
+result()
+{
+	tap_result "$1" "$2"
+	printf '%s %s\n' "$1" "$2" >>/vmout/results
+}
+
+# ucx_pair TLS TEST SIZE: the server in VM B, the client here.
+ucx_pair()
+{
+	local tls=$1 test=$2 size=$3 port=$4 desc t0 rc srv src
+	local args="-t $test -s $size -n $ITERS -w 2 -p $port"
+	local slog=/vmout/srv.$port.log clog=/vmout/cli.$port.log
+
+	desc="ucx_perftest -t $test -s $size, UCX_TLS=$tls, B <- A"
+	t0=$SECONDS
+	rm -f "$S/listen.$port"
+	# The server, and a file once it listens.
+	remote "UCX_TLS=$tls UCX_NET_DEVICES=$DEV:1 timeout $((150 * SLOW)) \
+		ucx_perftest $args & p=\$!
+		until ss -Hltn 'sport = :$port' | grep -q .; do sleep 0.2; done
+		touch $S/listen.$port; wait \$p" >"$slog" 2>&1 &
+	srv=$!
+	if ! wait_file $((60 * SLOW)) "$S/listen.$port"; then
+		echo "# the server in B did not listen"
+		kill "$srv" 2>/dev/null
+		result 1 "$desc"
+		return
+	fi
+	# shellcheck disable=SC2086 # $args: words, as in the server's
+	UCX_TLS=$tls UCX_NET_DEVICES=$DEV:1 timeout -k 5 $((120 * SLOW)) \
+		ucx_perftest $args "$IP_B" >"$clog" 2>&1
+	rc=$?
+	wait "$srv"
+	src=$?
+	if [ "$rc" -ne 0 ] || [ "$src" -ne 0 ] ||
+	   ! grep -q '^Final:' "$clog"; then
+		sed 's/^/# client: /' "$clog"
+		sed 's/^/# server: /' "$slog"
+		result 1 "$desc"
+	else
+		grep '^Final:' "$clog" | sed 's/^/# /'
+		result 0 "$desc ($((SECONDS - t0)) s)"
+	fi
+}
+
+hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
+
+vm_main()
+{
+	local me ok=1 rc out tx rx t0
+
+	if [ "$VRDMA_VM_ROLE" = primary ]; then
+		me=$IP_A
+	else
+		me=$IP_B
+	fi
+	vrdma_load || ok=
+	printf '%s vrdma-vm\n%s vrdma-peer\n' "$IP_A" "$IP_B" >>/etc/hosts
+	ip link set lo up
+	ip link set eth0 mtu 9000 up && ip addr add "$me/24" dev eth0 &&
+		rdma link add "$DEV" type vrdma netdev eth0 &&
+		wait_until 30 roce_v2_ipv4_gid "$DEV" || ok=
+	if [ "$VRDMA_VM_ROLE" != primary ]; then
+		[ -n "$ok" ] || { touch "$S/setup.failed"; exit 1; }
+		serve
+		exit 0
+	fi
+
+	: >/vmout/results
+	[ -n "$ok" ] || { touch "$S/a.done"; exit 1; }
+	if ! wait_file $((120 * SLOW)) "$S/b.ready" "$S/setup.failed" ||
+	   [ -e "$S/setup.failed" ]; then
+		result 1 "VM B came up"
+		touch "$S/a.done"
+		exit 1
+	fi
+	wait_until 30 ping -c 1 -W 1 "$IP_B" >/dev/null
+
+	ucx_pair rc_v tag_bw 65536 18801
+	ucx_pair rc_v ucp_put_bw 65536 18802
+	ucx_pair ud_verbs tag_lat 8 18803
+
+	if [ -x "$SELF_DIR/../build/mpi_xfer" ] && command -v mpirun >/dev/null; then
+		tx=$(hw_stat sent_bytes) rx=$(hw_stat rcvd_bytes)
+		t0=$SECONDS
+		# VM B has no ssh: this script's --rsh runs orted there.
+		out=$(timeout -k 5 $((300 * SLOW)) mpirun --allow-run-as-root \
+			--host vrdma-vm:1,vrdma-peer:1 -np 2 \
+			--mca plm_rsh_agent "$SELF --rsh" \
+			--mca oob_tcp_if_include eth0 \
+			--mca pml ucx --mca btl self \
+			-x UCX_TLS=rc_v -x UCX_NET_DEVICES=$DEV:1 \
+			"$SELF_DIR/../build/mpi_xfer" "$MIB" 2>&1)
+		rc=$?
+		printf '%s\n' "$out" | sed 's/^/# /'
+		result "$rc" "mpirun: mpi_xfer $MIB MiB both ways, rank 0 in A, rank 1 in B ($((SECONDS - t0)) s)"
+		printf '%s\n' "$out" | grep -q "^mpi_xfer: $MIB MiB .*: ok"
+		result $? "mpi_xfer: every byte right"
+		tx=$(($(hw_stat sent_bytes) - tx))
+		rx=$(($(hw_stat rcvd_bytes) - rx))
+		echo "# $DEV sent $tx and received $rx bytes"
+		[ "$tx" -ge $((MIB << 20)) ] && [ "$rx" -ge $((MIB << 20)) ]
+		result $? "MPI's $MIB MiB went both ways through $DEV"
+	else
+		echo "# no mpirun or mpi_xfer: no MPI"
+	fi
+	rdma statistic show link "$DEV/1" | sed 's/^/# /'
+	touch "$S/a.done"
+	wait_file 30 "$S/b.gone"
+	finish
+}
+
+if [ -n "${VRDMA_VM:-}" ]; then
+	vm_main
+else
+	host_main
+fi

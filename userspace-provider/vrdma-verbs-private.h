@@ -25,10 +25,10 @@
  *
  * Nothing checks a struct declared here against the library at build time:
  * a wrong member order compiles, links, and then corrupts memory at run
- * time.  selftests/vrdma/provider_abi_test.c checks what libibverbs reads
- * and writes (every op of verbs_context_ops, the verbs_device fields, the
- * command sizes) against the installed library; run it after any change
- * here or to libibverbs.
+ * time.  selftests/vrdma/device/provider_abi_test.c checks what libibverbs
+ * reads and writes (every op of verbs_context_ops, the verbs_device fields,
+ * the command sizes) against the installed library; run it after any
+ * change here or to libibverbs.
  *
  * When the installed libibverbs moves to a new IBVERBS_PRIVATE_<N>, the
  * provider stops loading (verbs_register_driver_34 no longer exists):

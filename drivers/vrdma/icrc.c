@@ -22,7 +22,7 @@
  * first, as the Ethernet FCS does: put_unaligned_le32(vrdma_icrc(...)).
  * rdma_rxe computes the same CRC (rxe_icrc.c) and, on the little-endian
  * machines it runs on, stores the same four bytes, so the two interoperate;
- * selftests/vrdma/icrc_kat.py checks packets captured from both.
+ * selftests/vrdma/wire/icrc_kat.py checks packets captured from both.
  *
  * crc32_le() is the kernel's CRC-32 library function; it neither inverts
  * its input value nor its result, which is why the start value below is

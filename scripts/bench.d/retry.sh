@@ -4,7 +4,7 @@
 # Sourced by scripts/bench: the two-VM runs that failed, run again.  Their
 # figures are "nan" in raw.csv (scripts/bench.d/two-vm); retry_plan says what a
 # fresh boot must run, retry_merge puts its figures in their places.
-# selftests/vrdma/bench_retry.sh tests both on the host.
+# selftests/vrdma/bench/bench_retry.sh tests both on the host.
 
 # retry_plan RAW: for the runs of RAW that failed, "ONLY DEVICES REPS" of a
 # boot that runs them again: their rows, their devices (the one that

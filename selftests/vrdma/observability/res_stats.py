@@ -32,7 +32,10 @@ from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
-from icrc_kat import with_icrc
+# The ICRC code of wire/icrc_kat.py, which is checked against rdma_rxe.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "wire"))
+from icrc_kat import with_icrc  # noqa: E402
 
 DEV0, NDEV0, DEV1, IP1, IP0 = sys.argv[1:6]
 SLOW = max(1, int(os.environ.get('VRDMA_TEST_SLOW', '1')))

@@ -873,6 +873,21 @@ out:
  * producer index goes back to 1 and the doorbell rings: the QP must go to
  * error, promptly.
  */
+/* The requester's fetch index in a QP's debugfs file, -1 if unknown. */
+static long sq_fetch(const char *path)
+{
+	char line[256];
+	long fetch = -1;
+	FILE *f = fopen(path, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "requester: fetch %ld", &fetch) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return fetch;
+}
+
 static void test_sq_prod_back(const char *dev)
 {
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
@@ -887,6 +902,7 @@ static void test_sq_prod_back(const char *dev)
 	union ibv_gid gid;
 	struct ibv_qp *qp;
 	int i, gi = rc_find_gid(dev);
+	char path[128];
 	double t;
 
 	qa.send_cq = qa.recv_cq = cq;
@@ -900,13 +916,33 @@ static void test_sq_prod_back(const char *dev)
 	for (i = 0; i < 3; i++)
 		ibv_post_send(qp, &wr, &bad);
 	r = &to_vqp(qp)->sq.ring;
+	/*
+	 * The kernel takes all three first: the provider skips doorbells
+	 * the kernel said (no_doorbell) it does not need, and a doorbell may
+	 * hand the work to the QP's task, so ring one and wait for the
+	 * requester's fetch index in debugfs.
+	 */
+	ibv_cmd_post_send(qp, NULL, &bad);
+	snprintf(path, sizeof(path), "/sys/kernel/debug/vrdma/%s/qp%u", dev,
+		 qp->qp_num);
+	for (t = fz_now(); sq_fetch(path) != r->head && fz_now() - t < 10;)
+		usleep(10000);
+	if (sq_fetch(path) != r->head) {
+		fz_result(0, "the kernel took the 3 SENDs (%s: fetch %ld, head %u)",
+			  path, sq_fetch(path), r->head);
+		goto out;
+	}
 	vrdma_store_release(&r->hdr->prod, r->head - 2);
 	t = fz_now();
 	ibv_cmd_post_send(qp, NULL, &bad);
+	/* At once, not after copying 2^32 WQEs; the task may do it. */
+	while (fz_qp_state(qp) != IBV_QPS_ERR && fz_now() - t < 5)
+		usleep(10000);
 	t = fz_now() - t;
 	fz_result(t < 5 && fz_qp_state(qp) == IBV_QPS_ERR,
 		  "an SQ producer index moved back: the QP in error (%.2f s)",
 		  t);
+out:
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
 }

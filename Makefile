@@ -13,8 +13,10 @@
 #   make provider-trixie the provider built against Debian 13's libibverbs
 #                        (rdma-core 56), unpacked outside the tree
 #   make lint            checkpatch --strict and sparse (make C=1)
-#   make check           install deps, build, lint, every selftest in the VM
-#   make check-long      install deps, build, the long tests (two VMs: rxe interop)
+#   make check           install deps, build, lint, every selftest in VMs
+#                        (two at once: VRDMA_CHECK_VMS)
+#   make check-long      install deps, build, the long tests (rxe interop, loss,
+#                        UCX/MPI, NVMe-oF, NFS, iSER), two lanes at once
 #   make check-debug     the same on the debug kernels (scripts/build-debug-kernel),
 #                        6.1 then 6.12 (DEBUG_SERIES=6.1 for one)
 #   make check-deb       make deb, then deb_install.sh: the packages installed

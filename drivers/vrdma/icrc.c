@@ -147,10 +147,10 @@ u32 vrdma_icrc(struct sk_buff *skb, unsigned int len)
 }
 
 /**
- * vrdma_icrc_rxe_flush() - is this rdma_rxe's ICRC of a FLUSH request?
- * @skb: an RC FLUSH request as vrdma_rcv() has checked it up to its ICRC:
- *	skb->data at the BTH, its BTH, FETH and RETH (@hdr_len bytes)
- *	linear, no payload and no pad
+ * vrdma_icrc_rxe_flush() - is this a FLUSH request with rdma_rxe's ICRC?
+ * @skb: a packet as vrdma_rcv() has checked it up to its ICRC: skb->data
+ *	at the BTH, its headers (@hdr_len bytes) linear; a FLUSH has no
+ *	payload and no pad
  * @hdr_len: the length of those headers
  * @icrc: vrdma_icrc() of the packet
  * @wire: the ICRC the packet carries
@@ -163,10 +163,11 @@ u32 vrdma_icrc(struct sk_buff *skb, unsigned int len)
  * covers every byte of the packet, so a damaged packet is still dropped.
  *
  * Context: any.
- * Return: true if @wire is that ICRC.
+ * Return: true if the packet is an RC FLUSH and @wire is that ICRC.
  */
 bool vrdma_icrc_rxe_flush(struct sk_buff *skb, unsigned int hdr_len,
 			  u32 icrc, u32 wire)
 {
-	return ~crc32_le(~icrc, skb->data, hdr_len) == wire;
+	return vrdma_bth(skb)->opcode == VRDMA_OPCODE_RC_FLUSH &&
+	       ~crc32_le(~icrc, skb->data, hdr_len) == wire;
 }

@@ -167,9 +167,7 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 			goto malformed;
 		icrc = vrdma_icrc(skb, bytes - VRDMA_ICRC_SIZE);
 		if (icrc != le32_to_cpu(wire_icrc)) {
-			/* The pull may have moved the BTH: read it anew. */
-			if (vrdma_bth(skb)->opcode != VRDMA_OPCODE_RC_FLUSH ||
-			    !vrdma_icrc_rxe_flush(skb, hdr_len, icrc,
+			if (!vrdma_icrc_rxe_flush(skb, hdr_len, icrc,
 						  le32_to_cpu(wire_icrc))) {
 				vrdma_count(vdev, VRDMA_CNT_ICRC_ERR);
 				goto drop;

@@ -31,7 +31,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
-#include <rdma/ib_user_verbs.h>
 
 #include "rc_lib.h"
 #include "rc_suite.h"
@@ -812,28 +811,12 @@ TEST_F(atomic, local_length)
  */
 #define AT_FLUSH_GLOBAL	(1 << 8)
 
-/* The doorbell the provider rings: POST_SEND without work requests. */
+/* The provider's doorbell: POST_SEND without work requests. */
 static int sq_doorbell(struct ibv_qp *qp)
 {
-	struct ib_uverbs_post_send_resp resp;
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} req = {
-		.hdr = {
-			.command = IB_USER_VERBS_CMD_POST_SEND,
-			.in_words = sizeof(req) / 4,
-			.out_words = sizeof(resp) / 4,
-		},
-		.cmd = {
-			.response = (uintptr_t)&resp,
-			.qp_handle = qp->handle,
-			.wqe_size = sizeof(struct ib_uverbs_send_wr),
-		},
-	};
+	struct ibv_send_wr *bad;
 
-	return write(qp->context->cmd_fd, &req, sizeof(req)) == sizeof(req) ?
-	       0 : errno;
+	return ibv_cmd_post_send(qp, NULL, &bad);
 }
 
 /* Post @w into @qp's SQ ring and ring. */

@@ -50,7 +50,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
-#include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_rxe.h>
 
 #include "vrdma.h"
@@ -496,6 +495,7 @@ static void post_flush(struct ibv_qp *qp, uint64_t wr_id, uint32_t rkey,
 	} else {
 		struct vrdma_uring *r = &to_vqp(qp)->sq.ring;
 		struct vrdma_send_wqe *w = vrdma_uring_entry(r, r->head);
+		struct ibv_send_wr *bad;
 
 		memset(w, 0, r->entry_size);
 		w->wr_id = wr_id;
@@ -505,24 +505,7 @@ static void post_flush(struct ibv_qp *qp, uint64_t wr_id, uint32_t rkey,
 		r->head++;
 		vrdma_uring_publish(r);
 		/* The provider's doorbell: a POST_SEND without work requests. */
-		struct ib_uverbs_post_send_resp resp;
-		struct {
-			struct ib_uverbs_cmd_hdr hdr;
-			struct ib_uverbs_post_send cmd;
-		} req = {
-			.hdr = {
-				.command = IB_USER_VERBS_CMD_POST_SEND,
-				.in_words = sizeof(req) / 4,
-				.out_words = sizeof(resp) / 4,
-			},
-			.cmd = {
-				.response = (uintptr_t)&resp,
-				.qp_handle = qp->handle,
-				.wqe_size = sizeof(struct ib_uverbs_send_wr),
-			},
-		};
-		if (write(qp->context->cmd_fd, &req, sizeof(req)) !=
-		    sizeof(req))
+		if (ibv_cmd_post_send(qp, NULL, &bad))
 			die("doorbell");
 	}
 }
@@ -559,20 +542,35 @@ static void run_atomic_write(const struct target *t)
 	ibv_destroy_qp(qp);
 }
 
-static void run_flush(const struct target *t, struct ibv_mr *lmr)
+/*
+ * 256 bytes written at @off (work request @wr_id) and a global FLUSH of
+ * them (@wr_id + 1) that must end in @status (@what); the target must hold
+ * the bytes either way.
+ */
+static void write_and_flush(struct ibv_qp *qp, const struct target *t,
+			    struct ibv_mr *lmr, uint64_t wr_id,
+			    unsigned int off, uint8_t seed,
+			    enum ibv_wc_status status, const char *what)
 {
-	struct ibv_qp *qp = new_qp(NULL);
 	uint8_t *data = lmr->addr;
 
 	for (int i = 0; i < 256; i++)
-		data[i] = (uint8_t)(i * 7 + 3);
-	rdma_write(qp, 10, lmr, 256, t->wkey, t->addr + 512);
-	post_flush(qp, 11, t->wkey, t->addr + 512, 256, PP_FLUSH_GLOBAL,
-		   PP_FLUSH_RANGE);
-	expect_wc(10, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, "RDMA WRITE of 256 bytes");
-	expect_wc(11, IBV_WC_SUCCESS, PP_WC_FLUSH,
-		  "global FLUSH of the written range");
-	target_expects(512, data, 256, "RDMA WRITE + FLUSH");
+		data[i] = (uint8_t)(i * seed + 3);
+	rdma_write(qp, wr_id, lmr, 256, t->wkey, t->addr + off);
+	post_flush(qp, wr_id + 1, t->wkey, t->addr + off, 256,
+		   PP_FLUSH_GLOBAL, PP_FLUSH_RANGE);
+	expect_wc(wr_id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+		  "RDMA WRITE of 256 bytes");
+	expect_wc(wr_id + 1, status, PP_WC_FLUSH, what);
+	target_expects(off, data, 256, "RDMA WRITE, then the FLUSH");
+}
+
+static void run_flush(const struct target *t, struct ibv_mr *lmr)
+{
+	struct ibv_qp *qp = new_qp(NULL);
+
+	write_and_flush(qp, t, lmr, 10, 512, 7, IBV_WC_SUCCESS,
+			"global FLUSH of the written range");
 	post_flush(qp, 12, t->wkey, 0, 0, PP_FLUSH_GLOBAL, PP_FLUSH_MR);
 	expect_wc(12, IBV_WC_SUCCESS, PP_WC_FLUSH, "global FLUSH of the whole MR");
 	target_expects(0, NULL, 0, "FLUSH of the MR");
@@ -606,17 +604,9 @@ static void run_flush(const struct target *t, struct ibv_mr *lmr)
 static void run_flush_dropped(const struct target *t, struct ibv_mr *lmr)
 {
 	struct ibv_qp *qp = new_qp(NULL);
-	uint8_t *data = lmr->addr;
 
-	for (int i = 0; i < 256; i++)
-		data[i] = (uint8_t)(i * 5 + 1);
-	rdma_write(qp, 20, lmr, 256, t->wkey, t->addr + 1024);
-	post_flush(qp, 21, t->wkey, t->addr + 1024, 256, PP_FLUSH_GLOBAL,
-		   PP_FLUSH_RANGE);
-	expect_wc(20, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, "RDMA WRITE of 256 bytes");
-	expect_wc(21, IBV_WC_RETRY_EXC_ERR, 0,
-		  "global FLUSH the target drops: retries spent");
-	target_expects(1024, data, 256, "RDMA WRITE before the dropped FLUSH");
+	write_and_flush(qp, t, lmr, 20, 1024, 5, IBV_WC_RETRY_EXC_ERR,
+			"global FLUSH the target drops: retries spent");
 	ibv_destroy_qp(qp);
 }
 

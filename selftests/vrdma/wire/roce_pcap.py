@@ -234,14 +234,11 @@ class Packet:
             if kind == 2 or (kind == 3 and self.syndrome & 0x1F > 4):
                 self.bad(f"AETH syndrome 0x{self.syndrome:02x}")
         wire = struct.unpack("<I", d[-4:])[0]
-        self.rxe_icrc = False
-        if icrc(d[:-4]) == wire:
-            pass
-        elif self.name == "RC_FLUSH" and \
-                zlib.crc32(d[ip_len + 8:-4], icrc(d[:-4])) == wire:
-            self.rxe_icrc = True
-        else:
-            self.bad(f"ICRC 0x{wire:08x}, computed 0x{icrc(d[:-4]):08x}")
+        ours = icrc(d[:-4])
+        self.rxe_icrc = (ours != wire and self.name == "RC_FLUSH" and
+                         rxe_flush_icrc(d, ip_len, ours) == wire)
+        if ours != wire and not self.rxe_icrc:
+            self.bad(f"ICRC 0x{wire:08x}, computed 0x{ours:08x}")
 
     def syndrome_kind(self):
         if self.syndrome is None:
@@ -262,6 +259,12 @@ class Packet:
         if "P" in self.flags:
             s += f" len {self.paylen} pad {self.pad}"
         return s
+
+
+def rxe_flush_icrc(d, ip_len, ours):
+    """rdma_rxe's ICRC of a FLUSH: the IBA's (@ours), continued over the
+    BTH and everything after it up to the ICRC a second time."""
+    return zlib.crc32(d[ip_len + 8:-4], ours)
 
 
 def is_roce(dgram):
@@ -477,7 +480,7 @@ def self_test():
     iba = rebuild(bytes(f) + b"\0" * 4)
 
     def rxe_form(d):
-        c = zlib.crc32(d[ip + 8:-4], icrc(d[:-4]))
+        c = rxe_flush_icrc(d, ip, icrc(d[:-4]))
         return d[:-4] + struct.pack("<I", c)
 
     p = Packet(iba)

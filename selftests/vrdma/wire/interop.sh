@@ -71,9 +71,13 @@ rows()
 	row r2v 4 ib_send_bw -c UD -s 1024 -n 10
 	row v2r 4 ib_write_bw -c UC -s 10001 -n 10
 	row r2v 6 ib_send_bw -c UC -s 10001 -n 10
-	# UD multicast through rdma_cm: the server receives, the client sends.
+	# UD multicast through rdma_cm: the server (mckey) receives, the
+	# client sends.  From rxe the sender is mcast_send (ours): mckey's
+	# sender destroys its QP right after posting its sends unsignaled,
+	# and rxe, whose requester runs later, then discards the sends it has
+	# not yet put on the wire; mcast_send waits for every completion.
 	row v2r 4 mckey -C 20 -S 1000
-	row r2v 4 mckey -C 20 -S 100
+	row r2v 4 mcast_send -C 20 -S 100
 	# ATOMIC WRITE and FLUSH (placement_peer, ours: no standard tool has
 	# them): the target checks its memory after each step; keys without
 	# the right get remote access errors.  Linux 6.2 on (ib_core's FLUSH
@@ -121,8 +125,10 @@ host_main()
 	command -v ibv_rc_pingpong >/dev/null || skip_all "ibverbs-utils not installed"
 	command -v ib_send_bw >/dev/null || skip_all "perftest not installed"
 	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	[ -x "$(dirname "$0")/../build/placement_peer" ] ||
-		skip_all "selftests not built (build/placement_peer)"
+	for a in placement_peer mcast_send; do
+		[ -x "$(dirname "$0")/../build/$a" ] ||
+			skip_all "selftests not built (build/$a)"
+	done
 	rm -rf "$out"
 	mkdir -p "$out"
 
@@ -245,6 +251,7 @@ tshark_check()
 
 S=${VRDMA_VM_SHARED:-/vmshared}
 PLACEMENT=$(cd "$(dirname "$0")/.." && pwd)/build/placement_peer
+MCAST_SEND=$(cd "$(dirname "$0")/.." && pwd)/build/mcast_send
 ROLE=${VRDMA_VM_ROLE:-}
 # Side a (the primary VM, which records the results) runs vrdma, side b
 # rxe; INTEROP_A_TYPE=rxe runs rxe on both, to validate the test itself.
@@ -374,6 +381,15 @@ tool_cmd()
 		[ -z "$SERVER" ] || CMD+=(-s)
 		return
 		;;
+	mcast_send)
+		# mckey receives; the sender sends from GID g (IPv4).
+		if [ -z "$SERVER" ]; then
+			CMD=(stdbuf -oL mckey -m "$MC_GROUP" -b "$MY_IP4" "$@")
+		else
+			CMD=("$MCAST_SEND" -d "$DEV" -g "$g" -m "$MC_GROUP" "$@")
+		fi
+		return
+		;;
 	ibv_*) CMD=("$tool" -d "$DEV" -g "$g" -p $((PORT0 + n)) "$@") ;;
 	placement_peer)
 		CMD=("$PLACEMENT" -d "$DEV" -g "$g" -p $((PORT0 + n)) "$@")
@@ -388,6 +404,7 @@ ok_pattern()
 {
 	case $1 in
 	mckey) echo 'return status 0' ;;
+	mcast_send) echo '^mcast_send: [1-9][0-9]* sent, 0 failed' ;;
 	placement_peer) echo ': [1-9][0-9]* checks passed, 0 failed' ;;
 	ibv_*) echo '[0-9]+ iters in' ;;
 	*) echo '^[[:space:]]*[0-9]+[[:space:]]+[0-9]+[[:space:]]+[0-9.]+' ;;

@@ -110,7 +110,7 @@ int vrdma_av_set(struct vrdma_av *av, const struct rdma_ah_attr *attr)
  * @init: the address vector (ib_core has resolved the destination MAC);
  *	without RDMA_CREATE_AH_SLEEPABLE in init->flags, atomic context
  *	(ib_cm creates AHs under a spinlock)
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); the
  *	response carries struct vrdma_create_ah_resp; NULL for a kernel
  *	consumer, whose UD work requests name the ib_ah itself
  *	(kverbs.c puts its handle into the WQE)

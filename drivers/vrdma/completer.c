@@ -24,8 +24,11 @@
 #include "pkt.h"
 #include "trace.h"
 
-/* The RNR timer values of the IBA (Table 45), in microseconds. */
-static const u32 vrdma_rnr_usecs[32] = {
+/*
+ * The RNR timer values of the IBA (Table 45), in microseconds, indexed by
+ * the 5-bit timer field of an RNR NAK's syndrome.
+ */
+static const u32 vrdma_rnr_usecs[VRDMA_SYN_VALUE_MASK + 1] = {
 	[IB_RNR_TIMER_655_36] = 655360,	[IB_RNR_TIMER_000_01] = 10,
 	[IB_RNR_TIMER_000_02] = 20,	[IB_RNR_TIMER_000_03] = 30,
 	[IB_RNR_TIMER_000_04] = 40,	[IB_RNR_TIMER_000_06] = 60,
@@ -153,7 +156,7 @@ static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
  *
  * Return: the WQE @psn falls in, or NULL if it is not outstanding.
  */
-struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
+static struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 {
 	u32 i;
 
@@ -224,7 +227,7 @@ static void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
  * copies in front of the one that matters, until every retry is spent
  * waiting behind them.  NAKs need no probe: the peer is keeping up.
  */
-void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout)
+static void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout)
 {
 	vrdma_qp_assert_owned(qp);
 
@@ -271,7 +274,7 @@ static void vrdma_rnr_nak(struct vrdma_qp *qp, u32 psn, u8 timer)
 	qp->req.rnr_wait = true;
 	del_timer(&qp->retrans_timer);
 	mod_timer(&qp->rnr_timer,
-		  jiffies + usecs_to_jiffies(vrdma_rnr_usecs[timer & 31]));
+		  jiffies + usecs_to_jiffies(vrdma_rnr_usecs[timer & VRDMA_SYN_VALUE_MASK]));
 }
 
 static void vrdma_ack(struct vrdma_qp *qp, struct sk_buff *skb)

@@ -115,7 +115,7 @@ int vrdma_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  * vrdma_resize_cq() - move the CQEs not yet polled into a ring of new size
  * @ibcq: the CQ
  * @cqe: the new minimum number of CQEs
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); the
  *	response carries struct vrdma_create_cq_resp, the new ring
  *
  * The provider holds its CQ lock across the call, so nobody polls; the new

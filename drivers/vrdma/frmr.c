@@ -199,13 +199,19 @@ out:
 	return status;
 }
 
-/*
- * Invalidate a fast-reg MR by its key: LOCAL_INV on a QP of its PD, or a
- * SEND with invalidate arriving on one.  Invalidating a free MR whose key
- * is still this one is harmless and allowed.  A request already checked
- * goes on with its packet, as with windows.
+/**
+ * vrdma_frmr_invalidate() - invalidate a fast-reg MR by its key
+ * @qp: the QP it came through, engines owned, mutex held
+ * @key: the MR's key
+ *
+ * LOCAL_INV on a QP of its PD, or a SEND with invalidate arriving on one
+ * (vrdma_invalidate_key()).  Invalidating a free MR whose key is still
+ * this one is harmless and allowed.  A request already checked goes on
+ * with its packet, as with windows.
+ *
+ * Return: 0, or -EINVAL if @key names no fast-reg MR of @qp's PD.
  */
-static int vrdma_frmr_invalidate(struct vrdma_qp *qp, u32 key)
+int vrdma_frmr_invalidate(struct vrdma_qp *qp, u32 key)
 {
 	struct vrdma_mr *mr = vrdma_frmr_find(qp->vdev, key);
 	int ret = -EINVAL;
@@ -218,23 +224,6 @@ static int vrdma_frmr_invalidate(struct vrdma_qp *qp, u32 key)
 	}
 	vrdma_mr_put(mr);
 	return ret;
-}
-
-/**
- * vrdma_invalidate_key() - LOCAL_INV, or the IETH of a SEND with invalidate
- * @qp: the QP it came through, engines owned, mutex held
- * @key: a memory window's rkey or a fast-reg MR's key
- * @remote: from the peer's SEND with invalidate
- *
- * Return: 0, or -EINVAL if @key names nothing @qp may invalidate.
- */
-int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote)
-{
-	vrdma_qp_assert_locked(qp);
-
-	if (VRDMA_KEY_IS_MW(key))
-		return vrdma_mw_invalidate(qp, key, remote);
-	return vrdma_frmr_invalidate(qp, key);
 }
 
 /**

@@ -634,7 +634,7 @@ int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	ib_device_put(&ldev->ibdev);
 	/*
 	 * A doorbell may carry a whole SQ of large messages, each copied
-	 * right here; the requester runs in process context (qp.c).
+	 * right here; the requester runs in process context (sched.c).
 	 */
 	if (done)
 		cond_resched();

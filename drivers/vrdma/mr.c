@@ -14,7 +14,8 @@
  * MR grants the access (LOCAL_WRITE, REMOTE_READ, REMOTE_WRITE,
  * REMOTE_ATOMIC), and the whole range lies inside the region.  An rkey may
  * also name a memory window (mw.c), which opens part of an MR with rights
- * of its own: vrdma_rkey_get() resolves both kinds.
+ * of its own: vrdma_rkey_get() resolves both kinds, and
+ * vrdma_invalidate_key() invalidates an MW's or a fast-reg MR's key.
  *
  * Reregistering (ibv_rereg_mr) changes the PD or the rights in place,
  * keeping the keys; a new translation (address range) is a new MR with new
@@ -60,7 +61,7 @@ int vrdma_mr_alloc_key(struct vrdma_dev *vdev, struct vrdma_mr *mr)
 		return ret == -EBUSY ? -ENOMEM : ret;
 
 	byte = ++vdev->mr_key_byte[index];
-	mr->ibmr.lkey = (index << 8) | byte;
+	mr->ibmr.lkey = VRDMA_KEY(index, byte);
 	mr->ibmr.rkey = mr->ibmr.lkey;
 	mr->key = mr->ibmr.lkey;
 	if (!mr->fast_reg)
@@ -162,7 +163,7 @@ err_free:
  * @length: bytes
  * @iova: the address peers and WQEs use for @start (usually @start)
  * @access: IB_ACCESS_* flags
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req())
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check())
  *
  * Return: the MR, or ERR_PTR: -EINVAL for a zero, overflowing or too large
  * range or remote write/atomic without local write, -EOPNOTSUPP for access
@@ -191,7 +192,7 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
  * @iova: with IB_MR_REREG_TRANS: the new I/O virtual address
  * @access: with IB_MR_REREG_ACCESS: the new rights
  * @ibpd: the PD it will belong to (its own without IB_MR_REREG_PD)
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req())
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check())
  *
  * A new PD or new rights take effect in place, and the keys stay: a
  * request checked before goes on with what it was checked against.  A new
@@ -429,6 +430,23 @@ int vrdma_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 	}
 	*mrp = mr;
 	return 0;
+}
+
+/**
+ * vrdma_invalidate_key() - LOCAL_INV, or the IETH of a SEND with invalidate
+ * @qp: the QP it came through, engines owned, mutex held
+ * @key: a memory window's rkey or a fast-reg MR's key
+ * @remote: from the peer's SEND with invalidate
+ *
+ * Return: 0, or -EINVAL if @key names nothing @qp may invalidate.
+ */
+int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote)
+{
+	vrdma_qp_assert_locked(qp);
+
+	if (VRDMA_KEY_IS_MW(key))
+		return vrdma_mw_invalidate(qp, key, remote);
+	return vrdma_frmr_invalidate(qp, key);
 }
 
 /*

@@ -65,7 +65,7 @@ void vrdma_mw_dev_fini(struct vrdma_dev *vdev)
 /**
  * vrdma_alloc_mw() - a new, unbound memory window (ibv_alloc_mw)
  * @ibmw: ib_core's window, embedded in ours; its type is 1 or 2
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); no
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); no
  *	response
  *
  * Return: 0, an error of vrdma_udata_req(), -EINVAL for room for a driver
@@ -92,8 +92,8 @@ int vrdma_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	mw->pd = to_vpd(ibmw->pd);
 	mw->slot = slot;
 	/* The slot is ours: its last key byte was stored before it was freed. */
-	ibmw->rkey = (VRDMA_MW_INDEX_BASE + slot) << 8 |
-		     ++vdev->mw_key_byte[slot];
+	ibmw->rkey = VRDMA_KEY(VRDMA_MW_INDEX_BASE + slot,
+			       ++vdev->mw_key_byte[slot]);
 	/* Publish only now: a lookup must see a complete window. */
 	xa_store_bh(&vdev->mw_xa, slot, mw, GFP_KERNEL);
 	return 0;

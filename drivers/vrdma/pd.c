@@ -12,7 +12,7 @@
 /**
  * vrdma_alloc_pd() - create a protection domain
  * @ibpd: ib_core's PD, embedded in ours
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); NULL for a
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); NULL for a
  *	kernel consumer
  *
  * Return: 0, or -ENOMEM past the device's max_pd.

@@ -253,7 +253,7 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
  * @ibqp: ib_core's QP, embedded in ours
  * @init: type, CQs, SRQ and capabilities; capabilities are updated to what
  *	was granted
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); the
  *	response carries struct vrdma_create_qp_resp; NULL for a
  *	kernel consumer's QP, whose rings are in kernel memory (kverbs.c)
  *
@@ -336,7 +336,9 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		if (ret)
 			goto err_xa;
 	}
+	vrdma_qp_lock(qp);
 	vrdma_qp_reset(qp);
+	vrdma_qp_unlock(qp);
 	/* Visible to the receive path only when complete. */
 	xa_store_irq(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
 	vrdma_debugfs_qp_add(qp);
@@ -468,7 +470,7 @@ static bool vrdma_qp_sq_busy(struct vrdma_qp *qp)
  * @ibqp: the QP
  * @attr: new values
  * @mask: IB_QP_* attributes to change
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); NULL for a
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); NULL for a
  *	kernel consumer
  *
  * The transition and the attributes it requires or allows are checked

@@ -353,6 +353,60 @@ static struct sk_buff *vrdma_req_zero_copy(struct vrdma_qp *qp,
 }
 
 /*
+ * Build the packet of @swqe with @opcode carrying @paylen bytes from
+ * @offset, all but its BTH: the extension headers, and the payload taken
+ * from the WQE's SGL (or pointing at its pages).  A READ resent after a
+ * loss asks for what follows @done.  Returns the packet, ERR_PTR(-ENOMEM)
+ * when none could be allocated (try again later), or another ERR_PTR when
+ * the SGL no longer grants the bytes.
+ */
+static struct sk_buff *vrdma_req_build(struct vrdma_qp *qp,
+				       struct vrdma_swqe *swqe, u32 offset,
+				       u8 opcode, u32 paylen, u32 done)
+{
+	struct vrdma_send_wqe *wqe = swqe->wqe;
+	struct sk_buff *skb;
+	bool gather = true;
+	u32 mask;
+
+	skb = vrdma_req_zero_copy(qp, wqe, offset, opcode, paylen);
+	if (IS_ERR(skb))
+		return skb;
+	if (skb) {
+		gather = false;
+	} else {
+		skb = vrdma_pkt_alloc(qp->vdev, &qp->av, opcode, paylen);
+		if (!skb)
+			return ERR_PTR(-ENOMEM);
+	}
+	mask = vrdma_pkt(skb)->mask;
+
+	if (mask & VRDMA_OPF_RETH)
+		vrdma_reth_init(skb, swqe, done);
+	if (mask & VRDMA_OPF_ATMETH)
+		vrdma_atmeth_init(skb, wqe);
+	if (mask & VRDMA_OPF_IMMDT) {
+		struct vrdma_immdt *immdt = vrdma_ext(skb, VRDMA_OPF_IMMDT);
+
+		immdt->imm = wqe->ex.imm_data;
+	}
+	if (mask & VRDMA_OPF_IETH) {
+		struct vrdma_ieth *ieth = vrdma_ext(skb, VRDMA_OPF_IETH);
+
+		ieth->rkey = cpu_to_be32(wqe->ex.invalidate_rkey);
+	}
+	if (mask & VRDMA_OPF_ATOMIC_WRITE) {
+		memcpy(vrdma_payload(skb), wqe->atomic_write.value, paylen);
+	} else if (paylen && gather &&
+		   vrdma_swqe_gather(qp, wqe, offset, vrdma_payload(skb),
+				     paylen)) {
+		kfree_skb(skb);
+		return ERR_PTR(-EFAULT);
+	}
+	return skb;
+}
+
+/*
  * Build and send the next packet of @swqe.  Returns 0, or a negative errno
  * when no packet could be built (the caller retries later).
  */
@@ -373,47 +427,15 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	u32 psn = qp->req.psn, npsn = 1;
 	u8 opcode = vrdma_req_opcode(wqe, first, last);
 	struct sk_buff *skb;
-	struct vrdma_pkt *pkt;
-	bool gather = true;
 	bool ack_req;
 
 	/* UC has the same opcodes as RC, in its own range. */
 	if (qp->ibqp.qp_type == IB_QPT_UC)
 		opcode += IB_OPCODE_UC;
-	skb = vrdma_req_zero_copy(qp, wqe, offset, opcode, paylen);
+	skb = vrdma_req_build(qp, swqe, offset, opcode, paylen, done);
+	if (PTR_ERR_OR_ZERO(skb) == -ENOMEM)
+		return -ENOMEM;
 	if (IS_ERR(skb)) {
-		swqe->status = IB_WC_LOC_PROT_ERR;
-		return 0;
-	}
-	if (skb) {
-		gather = false;
-	} else {
-		skb = vrdma_pkt_alloc(qp->vdev, &qp->av, opcode, paylen);
-		if (!skb)
-			return -ENOMEM;
-	}
-	pkt = vrdma_pkt(skb);
-
-	if (pkt->mask & VRDMA_OPF_RETH)
-		vrdma_reth_init(skb, swqe, done);
-	if (pkt->mask & VRDMA_OPF_ATMETH)
-		vrdma_atmeth_init(skb, wqe);
-	if (pkt->mask & VRDMA_OPF_IMMDT) {
-		struct vrdma_immdt *immdt = vrdma_ext(skb, VRDMA_OPF_IMMDT);
-
-		immdt->imm = wqe->ex.imm_data;
-	}
-	if (pkt->mask & VRDMA_OPF_IETH) {
-		struct vrdma_ieth *ieth = vrdma_ext(skb, VRDMA_OPF_IETH);
-
-		ieth->rkey = cpu_to_be32(wqe->ex.invalidate_rkey);
-	}
-	if (pkt->mask & VRDMA_OPF_ATOMIC_WRITE) {
-		memcpy(vrdma_payload(skb), wqe->atomic_write.value, paylen);
-	} else if (paylen && gather &&
-		   vrdma_swqe_gather(qp, wqe, offset, vrdma_payload(skb),
-				     paylen)) {
-		kfree_skb(skb);
 		swqe->status = IB_WC_LOC_PROT_ERR;
 		return 0;
 	}

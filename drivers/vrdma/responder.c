@@ -183,6 +183,8 @@ void vrdma_resp_res_reset(struct vrdma_qp *qp)
 {
 	struct vrdma_resp *resp = &qp->resp;
 
+	vrdma_qp_assert_locked(qp);
+
 	if (resp->res)
 		memset(resp->res, 0, resp->res_num * sizeof(*resp->res));
 	resp->res_head = 0;
@@ -236,47 +238,33 @@ static struct vrdma_rd_atomic *vrdma_res_find_read(struct vrdma_qp *qp,
 	return NULL;
 }
 
-/* Send the ATOMIC ACKNOWLEDGE of @res: its PSN, MSN and original value. */
-static void vrdma_send_atomic_ack(struct vrdma_qp *qp,
-				  const struct vrdma_rd_atomic *res)
-{
-	struct vrdma_atmack *atmack;
-	struct vrdma_aeth *aeth;
-	struct sk_buff *skb;
-
-	vrdma_flush_ack(qp);	/* responses leave in PSN order */
-	skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
-			      IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE, 0);
-	if (!skb)
-		return;	/* the requester resends; the answer is kept */
-	aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
-	aeth->smsn = vrdma_aeth_smsn(VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT,
-				     res->msn);
-	atmack = vrdma_ext(skb, VRDMA_OPF_ATMACK);
-	atmack->orig = cpu_to_be64(res->orig);
-	vrdma_bth_init(skb, qp->attr.dest_qp_num, res->psn, false, false);
-	vrdma_pkt_send(qp->vdev, &qp->av, skb);
-}
-
 /*
- * Send the answer of the ATOMIC WRITE or FLUSH of @res: an RDMA READ
- * RESPONSE ONLY without payload, as rdma_rxe answers them, with its PSN and
- * MSN.
+ * Answer the single-packet request of @res with its PSN and MSN: an ATOMIC
+ * ACKNOWLEDGE with the original value for an ATOMIC; for an ATOMIC WRITE or
+ * a FLUSH an RDMA READ RESPONSE ONLY without payload, as rdma_rxe answers
+ * them.
  */
-static void vrdma_send_placement_ack(struct vrdma_qp *qp,
-				     const struct vrdma_rd_atomic *res)
+static void vrdma_send_res_ack(struct vrdma_qp *qp,
+			       const struct vrdma_rd_atomic *res)
 {
+	bool atomic = res->type == VRDMA_RES_ATOMIC;
 	struct vrdma_aeth *aeth;
 	struct sk_buff *skb;
 
 	vrdma_flush_ack(qp);	/* responses leave in PSN order */
 	skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
-			      IB_OPCODE_RC_RDMA_READ_RESPONSE_ONLY, 0);
+			      atomic ? IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE :
+				       IB_OPCODE_RC_RDMA_READ_RESPONSE_ONLY, 0);
 	if (!skb)
 		return;	/* the requester resends; the answer is kept */
 	aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
 	aeth->smsn = vrdma_aeth_smsn(VRDMA_SYN_ACK | VRDMA_AETH_NO_CREDIT,
 				     res->msn);
+	if (atomic) {
+		struct vrdma_atmack *atmack = vrdma_ext(skb, VRDMA_OPF_ATMACK);
+
+		atmack->orig = cpu_to_be64(res->orig);
+	}
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, res->psn, false, false);
 	vrdma_pkt_send(qp->vdev, &qp->av, skb);
 }
@@ -581,7 +569,7 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 	res = vrdma_res_new(qp, VRDMA_RES_ATOMIC, pkt->psn);
 	res->orig = orig;
 	res->msn = resp->msn;
-	vrdma_send_atomic_ack(qp, res);
+	vrdma_send_res_ack(qp, res);
 }
 
 /*
@@ -623,7 +611,7 @@ static void vrdma_exec_atomic_write(struct vrdma_qp *qp, struct sk_buff *skb)
 	vrdma_resp_advance(qp, 1, true);
 	res = vrdma_res_new(qp, VRDMA_RES_ATOMIC_WRITE, pkt->psn);
 	res->msn = qp->resp.msn;
-	vrdma_send_placement_ack(qp, res);
+	vrdma_send_res_ack(qp, res);
 }
 
 /*
@@ -686,7 +674,7 @@ static void vrdma_exec_flush(struct vrdma_qp *qp, struct sk_buff *skb)
 	vrdma_resp_advance(qp, 1, true);
 	res = vrdma_res_new(qp, VRDMA_RES_FLUSH, pkt->psn);
 	res->msn = qp->resp.msn;
-	vrdma_send_placement_ack(qp, res);
+	vrdma_send_res_ack(qp, res);
 }
 
 /*
@@ -707,7 +695,7 @@ static void vrdma_duplicate_placement(struct vrdma_qp *qp,
 		return;
 	}
 	vrdma_count(qp->vdev, VRDMA_CNT_ATOMIC_REPLAYED);
-	vrdma_send_placement_ack(qp, res);
+	vrdma_send_res_ack(qp, res);
 }
 
 /*
@@ -726,7 +714,7 @@ static void vrdma_duplicate_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 		return;
 	}
 	vrdma_count(qp->vdev, VRDMA_CNT_ATOMIC_REPLAYED);
-	vrdma_send_atomic_ack(qp, res);
+	vrdma_send_res_ack(qp, res);
 }
 
 /* The opcode of the next read response packet. */

@@ -7,7 +7,7 @@
  * number of RC QPs take their receive WQEs.  QP tasks run concurrently on
  * all CPUs, so taking a WQE -- reading prod, copying the WQE out, returning
  * the slot -- is done under srq->lock; checking the copy and placing data
- * into it is then the taking QP's business (vrdma_take_rwqe() in qp.c).
+ * into it is then the taking QP's business (vrdma_take_rwqe() in rq.c).
  *
  * A WQE belongs to the SRQ until a QP takes it, then to that QP.  A QP that
  * goes to the error state flushes only the WQE it holds, never the SRQ's,
@@ -42,7 +42,7 @@ static void vrdma_srq_event(struct vrdma_srq *srq, enum ib_event_type type)
  * @ibsrq: ib_core's SRQ, embedded in ours
  * @init: type and size; attr.max_wr and attr.max_sge are updated to what
  *	was granted; attr.srq_limit is ignored (the SRQ starts disarmed)
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); the
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); the
  *	response carries struct vrdma_create_srq_resp; NULL for a
  *	kernel consumer
  *
@@ -116,7 +116,7 @@ err_count:
  * @ibsrq: the SRQ
  * @attr: attr->srq_limit with IB_SRQ_LIMIT; 0 disarms
  * @mask: IB_SRQ_LIMIT
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); NULL for a
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); NULL for a
  *	kernel consumer
  *
  * Return: 0, -EOPNOTSUPP for IB_SRQ_MAX_WR (the mapped ring cannot be

@@ -224,4 +224,39 @@ struct vrdma_resp {
 	bool drop;
 };
 
+/*
+ * The engines, entered as sched.c's contract says: each asserts that it
+ * owns the QP's engines (vrdma_qp_assert_owned()), and what the tasklet
+ * must leave to the task asserts the QP's mutex too
+ * (vrdma_qp_assert_locked()).
+ */
+struct sk_buff;
+struct vrdma_qp;
+
+/* requester.c, responder.c, completer.c */
+void vrdma_requester(struct vrdma_qp *qp);
+void vrdma_requester_bh(struct vrdma_qp *qp);
+int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
+		      u32 offset, void *buf, u32 length);
+void vrdma_flush_sq(struct vrdma_qp *qp);
+void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
+bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
+bool vrdma_responder_waits(struct vrdma_qp *qp, struct sk_buff *skb);
+void vrdma_resp_advance(struct vrdma_qp *qp, u32 npkts, bool msg_end);
+struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num);
+void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
+			    u32 num);
+void vrdma_resp_res_reset(struct vrdma_qp *qp);
+void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb);
+void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+			 u8 status);
+void vrdma_retrans_arm(struct vrdma_qp *qp);
+void vrdma_req_progress(struct vrdma_qp *qp);
+void vrdma_timed_out(struct vrdma_qp *qp);
+/* ud.c: UD datagrams, one packet per message */
+int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
+void vrdma_ud_responder(struct vrdma_qp *qp, struct sk_buff *skb);
+/* loopback.c: RC messages between QPs of this host, without packets */
+int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
+
 #endif /* VRDMA_TRANSPORT_H */

@@ -38,9 +38,9 @@ static_assert(sizeof(struct vrdma_uverbs_req) == 8);
  * bits outside @comp_known, -EINVAL for a non-zero reserved field, or
  * -EFAULT.
  */
-int vrdma_udata_req(struct ib_device *ibdev, struct ib_udata *udata,
-		    const char *verb, struct vrdma_uverbs_req *req, size_t size,
-		    u32 comp_known)
+static int vrdma_udata_req(struct ib_device *ibdev, struct ib_udata *udata,
+			   const char *verb, struct vrdma_uverbs_req *req,
+			   size_t size, u32 comp_known)
 {
 	size_t len = udata ? udata->inlen : 0;
 	int ret;
@@ -92,7 +92,7 @@ int vrdma_udata_check(struct ib_device *ibdev, struct ib_udata *udata,
 /**
  * vrdma_alloc_ucontext() - open a context for a process
  * @ibuc: ib_core's context, embedded in ours
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_req()); carries
+ * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); carries
  *	struct vrdma_alloc_ucontext_resp back
  *
  * Return: 0 or a negative errno.

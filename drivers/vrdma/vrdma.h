@@ -47,7 +47,7 @@
  *   debugfs.c   /sys/kernel/debug/vrdma: each QP's rings and WQEs in flight
  *
  * How a SEND travels: the process writes a WQE into the SQ ring and rings
- * the doorbell (vrdma_post_send); the QP's task (qp.c) runs the requester,
+ * the doorbell (vrdma_post_send); the QP's task (sched.c) runs the requester,
  * which copies the WQE out of the ring, checks it, and turns it into
  * packets (vrdma_pkt_send).  On the receiving QP the responder checks each
  * packet, places its payload into the buffers of the next RQ WQE, writes a
@@ -115,6 +115,7 @@ static_assert(sizeof(union rdma_network_hdr) == VRDMA_GRH_SIZE);
  * VRDMA_MW_INDEX_BASE plus its slot, so a key says by itself which table
  * it names, and an MW's key never opens an MR nor serves as an lkey.
  */
+#define VRDMA_KEY(index, byte)	((u32)(index) << 8 | (u8)(byte))
 #define VRDMA_KEY_INDEX(key)	((key) >> 8)
 #define VRDMA_KEY_BYTE(key)	((key) & 0xff)
 #define VRDMA_MW_INDEX_BASE	0x800000
@@ -725,9 +726,6 @@ extern const struct ib_device_ops vrdma_counters_ops;
 extern const struct ib_device_ops vrdma_restrack_ops;
 
 /* ucontext.c */
-int vrdma_udata_req(struct ib_device *ibdev, struct ib_udata *udata,
-		    const char *verb, struct vrdma_uverbs_req *req, size_t size,
-		    u32 comp_known);
 int vrdma_udata_check(struct ib_device *ibdev, struct ib_udata *udata,
 		      const char *verb);
 int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);
@@ -780,6 +778,7 @@ int vrdma_sgl_add_frags(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig);
 int vrdma_mr_atomic_write(struct vrdma_mr *mr, u64 iova, const u8 *value);
+int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote);
 
 /* mw.c */
 int vrdma_mw_dev_init(struct vrdma_dev *vdev);
@@ -797,7 +796,7 @@ struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 int vrdma_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 u8 vrdma_frmr_reg(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe);
-int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote);
+int vrdma_frmr_invalidate(struct vrdma_qp *qp, u32 key);
 struct vrdma_mr *vrdma_frmr_find(struct vrdma_dev *vdev, u32 key);
 void *vrdma_frmr_ptr(struct vrdma_mr *mr, u64 iova, u32 *chunk);
 
@@ -934,39 +933,10 @@ int vrdma_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
 int vrdma_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
 
-/*
- * requester.c, responder.c, completer.c, ud.c: run by the QP task, under
- * its mutex
- */
-void vrdma_requester(struct vrdma_qp *qp);
-void vrdma_requester_bh(struct vrdma_qp *qp);
-int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
-		      u32 offset, void *buf, u32 length);
-void vrdma_flush_sq(struct vrdma_qp *qp);
-void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
-bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);
-bool vrdma_responder_waits(struct vrdma_qp *qp, struct sk_buff *skb);
-void vrdma_resp_advance(struct vrdma_qp *qp, u32 npkts, bool msg_end);
-struct vrdma_rd_atomic *vrdma_resp_res_alloc(u32 num);
-void vrdma_resp_res_install(struct vrdma_qp *qp, struct vrdma_rd_atomic *res,
-			    u32 num);
-void vrdma_resp_res_reset(struct vrdma_qp *qp);
-void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb);
-void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
-			 u8 status);
-void vrdma_retrans_arm(struct vrdma_qp *qp);
-void vrdma_req_progress(struct vrdma_qp *qp);
-void vrdma_timed_out(struct vrdma_qp *qp);
-struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn);
-void vrdma_retry(struct vrdma_qp *qp, u32 psn, bool timeout);
-/* loopback.c: RC messages between QPs of this host, without packets */
-int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
 /* copy.c: the bulk payload copy */
 void vrdma_copy(void *dst, const void *src, size_t len);
 int vrdma_copy_from_skb(const struct sk_buff *skb, int offset, void *to,
 			int len);
 void vrdma_copy_init(void);
-int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
-void vrdma_ud_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 
 #endif /* VRDMA_H */

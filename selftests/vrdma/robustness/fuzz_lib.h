@@ -9,6 +9,7 @@
 #define VRDMA_FUZZ_LIB_H
 
 #include "gid_lib.h"
+#include "ko_lib.h"
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -113,6 +114,28 @@ static inline void fz_result(int ok, const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 	if (!ok)
+		fz_tap_failed++;
+}
+
+/*
+ * What cannot be tested here: a skip, and under CI (vrdma_in_ci()), where
+ * every kernel feature and tool a test needs is there, a failure.
+ */
+static inline void fz_skip(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static inline void fz_skip(const char *fmt, ...)
+{
+	int fail = vrdma_in_ci();
+	va_list ap;
+
+	printf("%sok %d # %s", fail ? "not " : "", ++fz_tap_n,
+	       fail ? "a failure under CI: " : "SKIP ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (fail)
 		fz_tap_failed++;
 }
 

@@ -68,6 +68,25 @@ err_destroy:
 	return ret;
 }
 
+/*
+ * The end of either create: @ret is the command's result.  Maps the ring
+ * of the CQ the kernel has created; on any failure frees @cq and sets
+ * errno.  Returns @cq, or NULL.
+ */
+static struct vrdma_cq *vrdma_cq_created(struct ibv_context *context,
+					 struct vrdma_cq *cq, int ret,
+					 const struct vrdma_ring_info *info)
+{
+	if (!ret)
+		ret = vrdma_cq_setup_ring(to_vctx(context), cq, info);
+	if (ret) {
+		vrdma_cq_free(cq);
+		errno = ret;
+		return NULL;
+	}
+	return cq;
+}
+
 struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
 			       struct ibv_comp_channel *channel,
 			       int comp_vector)
@@ -84,15 +103,8 @@ struct ibv_cq *vrdma_create_cq(struct ibv_context *context, int cqe,
 	ret = ibv_cmd_create_cq(context, cqe, channel, comp_vector,
 				&cq->vcq.cq, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp));
-	if (!ret)
-		ret = vrdma_cq_setup_ring(to_vctx(context), cq,
-					  &resp.drv_payload.cq);
-	if (ret) {
-		vrdma_cq_free(cq);
-		errno = ret;
-		return NULL;
-	}
-	return &cq->vcq.cq;
+	cq = vrdma_cq_created(context, cq, ret, &resp.drv_payload.cq);
+	return cq ? &cq->vcq.cq : NULL;
 }
 
 /*
@@ -333,14 +345,8 @@ struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 
 	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, NULL, 0,
 				   &resp.ibv_resp, sizeof(resp), 0);
-	if (!ret)
-		ret = vrdma_cq_setup_ring(to_vctx(context), cq,
-					  &resp.drv_payload.cq);
-	if (ret) {
-		vrdma_cq_free(cq);
-		errno = ret;
+	if (!vrdma_cq_created(context, cq, ret, &resp.drv_payload.cq))
 		return NULL;
-	}
 
 	cqx = &cq->vcq.cq_ex;
 	cqx->start_poll = vrdma_start_poll;

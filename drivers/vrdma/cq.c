@@ -75,15 +75,11 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->overflowed = false;
 	ibcq->cqe = n - 1;
 
-	if (udata) {
-		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
-		if (ret)
-			goto err_queue;
-	}
+	ret = vrdma_queue_respond(&cq->queue, udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_count;
 	return 0;
 
-err_queue:
-	vrdma_queue_destroy(&cq->queue);
 err_count:
 	atomic_dec(&vdev->num_cq);
 	return ret;

@@ -75,6 +75,28 @@ void vrdma_queue_destroy(struct vrdma_queue *q)
 }
 
 /**
+ * vrdma_queue_respond() - give user space a new ring, or take it back
+ * @q: the queue vrdma_queue_init() has just set up
+ * @udata: the creating verb's; NULL for a kernel consumer
+ * @resp: the verb's response, @len bytes, with the ring's mmap details
+ * @len: its size
+ *
+ * Return: 0, or the error of ib_copy_to_udata() with @q destroyed.
+ */
+int vrdma_queue_respond(struct vrdma_queue *q, struct ib_udata *udata,
+			void *resp, size_t len)
+{
+	int ret;
+
+	if (!udata)
+		return 0;
+	ret = ib_copy_to_udata(udata, resp, len);
+	if (ret)
+		vrdma_queue_destroy(q);
+	return ret;
+}
+
+/**
  * vrdma_queue_count() - entries the other side has produced for the kernel
  * @q: a work queue (user space produces, the kernel consumes)
  * @count: set to the number of entries from q->kidx on that are ready

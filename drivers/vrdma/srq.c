@@ -97,15 +97,11 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	attr->max_sge = srq->max_sge;
 	attr->srq_limit = 0;
 
-	if (udata) {
-		ret = ib_copy_to_udata(udata, &resp, sizeof(resp));
-		if (ret)
-			goto err_queue;
-	}
+	ret = vrdma_queue_respond(&srq->queue, udata, &resp, sizeof(resp));
+	if (ret)
+		goto err_count;
 	return 0;
 
-err_queue:
-	vrdma_queue_destroy(&srq->queue);
 err_count:
 	atomic_dec(&vdev->num_srq);
 	return ret;

@@ -805,6 +805,8 @@ int vrdma_queue_init(struct vrdma_queue *q, struct vrdma_ucontext *uc,
 		     u32 num_entries, u32 entry_size,
 		     struct vrdma_ring_info *info);
 void vrdma_queue_destroy(struct vrdma_queue *q);
+int vrdma_queue_respond(struct vrdma_queue *q, struct ib_udata *udata,
+			void *resp, size_t len);
 int vrdma_queue_count(struct vrdma_queue *q, u32 *count);
 bool vrdma_queue_full(struct vrdma_queue *q);
 

@@ -96,12 +96,18 @@ static inline const char *rc_cfg_env(void)
 {
 	const char *type = getenv("VRDMA_TEST_TYPE");
 	const char *slow = getenv("VRDMA_TEST_SLOW");
+	struct __fixture_metadata *f;
+	struct __test_metadata *t;
 
 	rc_cfg.type = type && *type ? type : "vrdma";
 	rc_cfg.is_rxe = !strcmp(rc_cfg.type, "rxe");
 	rc_cfg.slow = slow ? atoi(slow) : 1;
 	if (rc_cfg.slow < 1 || rc_cfg.slow > 64)
 		return "VRDMA_TEST_SLOW must be 1..64";
+	/* The harness's own limit of each test (TEST_F_TIMEOUT) too. */
+	for (f = __fixture_list; f; f = f->next)
+		for (t = f->tests; t; t = t->next)
+			t->timeout *= rc_cfg.slow;
 	if (getuid() != 0)
 		return "must run as root (in the VM)";
 	return NULL;

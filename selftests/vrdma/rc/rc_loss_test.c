@@ -630,6 +630,55 @@ static size_t loss_bytes(void)
 	return (size_t)mb << 20;
 }
 
+/* 4.096 us x 2^t, as the driver rounds it (jiffies, HZ 250 worst case). */
+static double timeout_ms(int t)
+{
+	return 4.096e-3 * (1 << t) + 4;
+}
+
+/* The calibration: a window's worth of MTU-sized WRITEs, and their answers. */
+#define CAL_PKTS	128
+
+/*
+ * The QP timeout for a stream under loss: @base, or longer where this
+ * kernel and host are slow.  The requester keeps a window of requests in
+ * flight, and their ACKs come back only as fast as the peer takes them in;
+ * a timeout shorter than that fires with nothing lost and spends the
+ * retries (the debug kernel of make check-debug on a loaded host runs the
+ * data path far more than VRDMA_TEST_SLOW times slower).  So: four times
+ * what CAL_PKTS packets of WRITEs take here, lossless, on a pair of their
+ * own.
+ */
+static int loss_timeout(struct __test_metadata *_metadata,
+			FIXTURE_DATA(loss) *self, int base)
+{
+	size_t mtu = 128u << self->d0.port.active_mtu;
+	size_t len = 16 * mtu, size = CAL_PKTS * mtu;
+	struct ibv_wc wc[CAL_PKTS / 16];
+	struct rc_opts o = { 0 };
+	int i, n = CAL_PKTS / 16, t = base;
+	struct rc_env e;
+	double ms;
+
+	env_create(_metadata, self, &e, &o, 0x10, 0x20, size, size);
+	ms = rc_now_ms();
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, rc_post_send(&e.p.a, i, IBV_WR_RDMA_WRITE, &e.ba,
+					  i * len, len, IBV_SEND_SIGNALED,
+					  (uintptr_t)e.bb.p + i * len,
+					  e.bb.mr->rkey));
+	ASSERT_EQ(n, rc_poll(e.p.a.scq, wc, n, RC_TIMEOUT_MS));
+	ms = rc_now_ms() - ms;
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(IBV_WC_SUCCESS, wc[i].status);
+	rc_env_destroy(&e);
+	while (t < 24 && timeout_ms(t) < 4 * ms)
+		t++;
+	TH_LOG("%d packets of WRITEs in %.1f ms: QP timeout %d (%.0f ms)",
+	       CAL_PKTS, ms, t, timeout_ms(t));
+	return t;
+}
+
 static void stream_under_loss(struct __test_metadata *_metadata,
 			      FIXTURE_DATA(loss) *self, size_t bytes,
 			      uint32_t max_len, uint32_t psn)
@@ -643,7 +692,7 @@ static void stream_under_loss(struct __test_metadata *_metadata,
 
 	o.max_recv_wr = ST_RECVS;
 	o.max_send_sge = o.max_recv_sge = 3;
-	o.timeout = rc_slow_timeout(13);	/* 33 ms */
+	o.timeout = loss_timeout(_metadata, self, rc_slow_timeout(13));
 	/* B's PSN is 24 bits too: ib_core masks a wider one with a warning. */
 	env_create(_metadata, self, &self->e, &o, psn, (psn + 0x80) & 0xffffff,
 		   ST_A_SIZE, ST_B_SIZE);
@@ -716,12 +765,6 @@ static void expect_retry_exceeded(struct __test_metadata *_metadata,
 	}
 	EXPECT_CQ_EMPTY(e->p.a.scq, "after the flush");
 	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.a.qp));
-}
-
-/* 4.096 us x 2^t, as the driver rounds it (jiffies, HZ 250 worst case). */
-static double timeout_ms(int t)
-{
-	return 4.096e-3 * (1 << t) + 4;
 }
 
 /* SEND, WRITE, READ, SEND: one of each kind behind the first. */

@@ -10,11 +10,12 @@
 # rping -V (data verified, -C iterations counted), ucmatose (RC), udaddy
 # (UD through AHs rdma_cm made), rdma_server/rdma_client, rstream and
 # riostream (rsockets, -T v verifies the data; also blocking and
-# nonblocking).  Every run must exit 0 on both sides within its timeout
-# and print what success looks like.  Last, teardown: an rping client
-# killed mid-run and a server killed under a client leave nothing behind
-# but QP1, and the devices delete cleanly (no WARN: vm-run checks the
-# console).
+# nonblocking), and an ordinary TCP program (tcp_stream) under rsockets'
+# preload, librspreload.so.  Every run must exit 0 on both sides within
+# its timeout and print what success looks like.  Last, teardown: an rping
+# client killed mid-run and a server killed under a client leave nothing
+# behind but QP1, and the devices delete cleanly (no WARN: vm-run checks
+# the console).
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, to validate the test).
 . "$(dirname "$0")/../lib/lib.sh"
@@ -165,6 +166,41 @@ run_cm "rstream -T n -T v $D1 <- $D0" "$(stream_ok 1m 10)" \
 run_cm "rstream -T v IPv6 loopback on $D0" "$(stream_ok 4k 100)" \
 	rstream -b "$IP6" -S 4096 -C 100 -T v -f ipv6 -- \
 	rstream -s "$IP6" -S 4096 -C 100 -T v -f ipv6
+
+# rsockets' preload: an ordinary TCP program (tcp_stream: socket, accept,
+# connect, send, recv) carried by librspreload.so, a stream checked byte
+# for byte.  The preload falls back to TCP when rsockets cannot connect,
+# so the devices' counters must show the stream went through them.
+STREAM_BYTES=$((32 << 20))
+TCP_STREAM=$(dirname "$0")/../build/tcp_stream
+dev_bytes() # the bytes $D0 and $D1 counted received, on the wire or not
+{
+	local d c n=0
+
+	for d in "$D0" "$D1"; do
+		for c in rcvd_bytes loopback_bytes; do
+			c=/sys/class/infiniband/$d/ports/1/hw_counters/$c
+			[ -r "$c" ] && n=$((n + $(cat "$c")))
+		done
+	done
+	echo "$n"
+}
+RSPRELOAD=$(find /usr/lib/*/rsocket -name librspreload.so 2>/dev/null |
+	    head -n 1)
+if [ -z "$RSPRELOAD" ] || [ ! -x "$TCP_STREAM" ]; then
+	skip_one "rsockets preload" "no librspreload.so (librdmacm1) or tcp_stream"
+else
+	before=$(dev_bytes)
+	FIXED_PORT=$port run_cm "an unmodified TCP program through librspreload.so, $D1 <- $D0" \
+		"^tcp_stream client: $STREAM_BYTES bytes sent, .* matched" \
+		env LD_PRELOAD="$RSPRELOAD" "$TCP_STREAM" server "$IP1" "$port" -- \
+		env LD_PRELOAD="$RSPRELOAD" "$TCP_STREAM" client "$IP1" "$port" \
+		"$STREAM_BYTES"
+	moved=$(($(dev_bytes) - before))
+	[ "$TYPE" != vrdma ] ||
+		check "the stream went through the devices ($moved bytes counted)" \
+			test "$moved" -ge "$STREAM_BYTES"
+fi
 
 # Teardown under traffic: a client killed mid-run, then a server.
 qps_left() { rdma res show qp 2>/dev/null | grep -v 'type GSI' | grep -c lqpn; }

@@ -373,12 +373,13 @@ int vrdma_post_rq(struct vrdma_rq *rq, struct ibv_recv_wr *wr,
 	int ret;
 
 	*posted = 0;
+	pthread_spin_lock(&rq->lock);
+	/* An SRQ whose resized ring could not be mapped has none. */
 	if (!rq->ring.hdr) {
+		pthread_spin_unlock(&rq->lock);
 		*bad_wr = wr;
 		return EINVAL;
 	}
-
-	pthread_spin_lock(&rq->lock);
 	start = rq->ring.head;
 	ret = vrdma_rq_post(&rq->ring, rq->max_sge, wr, bad_wr);
 	*posted = rq->ring.head - start;

@@ -55,6 +55,8 @@ static_assert(sizeof(struct vrdma_create_qp_resp) == 56,
 	      "vrdma_create_qp_resp");
 static_assert(sizeof(struct vrdma_create_srq_resp) == 32,
 	      "vrdma_create_srq_resp");
+static_assert(sizeof(struct vrdma_modify_srq_req) == 16,
+	      "vrdma_modify_srq_req");
 static_assert(sizeof(struct vrdma_create_ah_resp) == 8,
 	      "vrdma_create_ah_resp");
 static_assert(sizeof(struct vrdma_uverbs_req) == 8, "vrdma_uverbs_req");

@@ -63,17 +63,59 @@ err_free:
 }
 
 /*
- * Only the limit can change: MODIFY_SRQ has no driver answer that could
- * hand back a resized ring.
+ * A resize (IBV_SRQ_MAX_WR): the kernel moves the WQEs it has not taken yet
+ * to the start of a new ring and describes it in ring_info, since
+ * MODIFY_SRQ has no driver response.  The post lock is held across the
+ * command, so that nothing is posted to the old ring while the kernel
+ * copies out of it.
  */
-int vrdma_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+int vrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		     int attr_mask)
 {
-	struct ibv_modify_srq cmd = {};
+	struct vrdma_context *ctx = to_vctx(ibsrq->context);
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+	struct vrdma_cmd_modify_srq cmd = {};
+	struct vrdma_ring_info info = {};
+	struct vrdma_uring ring = {};
+	int ret;
 
-	if (attr_mask & IBV_SRQ_MAX_WR)
-		return EOPNOTSUPP;
-	return ibv_cmd_modify_srq(srq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_SRQ_MAX_WR))
+		return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+					  sizeof(cmd));
+
+	cmd.drv_payload.hdr.comp_mask = VRDMA_MODIFY_SRQ_RING_INFO;
+	cmd.drv_payload.ring_info = (uintptr_t)&info;
+	pthread_spin_lock(&srq->rq.lock);
+	if (!srq->rq.ring.hdr) {
+		ret = EIO;	/* lost its ring in an earlier resize */
+		goto out;
+	}
+	ret = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+				 sizeof(cmd));
+	if (ret)
+		goto out;
+
+	/*
+	 * The kernel has switched to the new ring, so the old one is dead
+	 * whatever happens here; if the new one cannot be used, posting
+	 * fails from now on instead of writing where nobody reads.
+	 */
+	ret = vrdma_check_wq(ctx, "resized SRQ", &info,
+			     VRDMA_RECV_WQE_HDR_SIZE, attr->max_wr,
+			     srq->rq.max_sge, 0);
+	if (!ret)
+		ret = vrdma_map_ring(ctx, &ring, &info,
+				     VRDMA_RECV_WQE_HDR_SIZE, true);
+	vrdma_unmap_ring(&srq->rq.ring);
+	if (ret) {
+		vrdma_err(&ctx->ibv_ctx, "cannot map the resized SRQ: %d\n",
+			  ret);
+		goto out;
+	}
+	srq->rq.ring = ring;
+out:
+	pthread_spin_unlock(&srq->rq.lock);
+	return ret;
 }
 
 int vrdma_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)

@@ -66,6 +66,20 @@ VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_qp, ibv_create_qp, vrdma_verbs_empty,
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_srq, ibv_create_srq,
 		      vrdma_verbs_empty, ib_uverbs_create_srq_resp,
 		      vrdma_create_srq_resp);
+/* MODIFY_SRQ: a driver request (the resized ring's ring_info), no response. */
+struct vrdma_cmd_modify_srq {
+	struct ibv_modify_srq ibv_cmd;
+	struct vrdma_modify_srq_req drv_payload;
+};
+
+static_assert(offsetof(struct vrdma_cmd_modify_srq, drv_payload) ==
+		      sizeof(struct ibv_modify_srq),
+	      "bad vrdma_cmd_modify_srq request layout");
+static_assert(sizeof(struct vrdma_cmd_modify_srq) ==
+		      sizeof(struct ibv_modify_srq) +
+			      sizeof(struct vrdma_modify_srq_req),
+	      "bad vrdma_cmd_modify_srq request size");
+
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_ah, ibv_create_ah, vrdma_verbs_empty,
 		      ib_uverbs_create_ah_resp, vrdma_create_ah_resp);
 

@@ -48,6 +48,7 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 				 IB_DEVICE_MEM_WINDOW |
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
 				 IB_DEVICE_MEM_MGT_EXTENSIONS |
+				 IB_DEVICE_SRQ_RESIZE |
 				 VRDMA_DEVICE_PLACEMENT;
 	attr->max_send_sge = VRDMA_MAX_SGE;
 	attr->max_recv_sge = VRDMA_MAX_SGE;

@@ -18,6 +18,13 @@
  * IB_EVENT_SRQ_LIMIT_REACHED and disarms it.  A ring whose indices make no
  * sense puts the SRQ in error for good (IB_EVENT_SRQ_ERR, once); every QP
  * that then needs a WQE from it goes to the error state.
+ *
+ * modify_srq with IB_SRQ_MAX_WR resizes the ring (IB_DEVICE_SRQ_RESIZE): a
+ * new ring is allocated, the WQEs not taken yet move to its start in their
+ * order, and the process maps it in place of the old one (struct
+ * vrdma_modify_srq_req).  The SRQ lock keeps QPs from taking WQEs
+ * meanwhile, and the producer -- the provider, or a kernel consumer under
+ * the post lock -- does not post during the call.
  */
 #include <rdma/uverbs_ioctl.h>
 
@@ -107,39 +114,126 @@ err_count:
 	return ret;
 }
 
+/*
+ * Move the WQEs not taken yet into a new ring of at least @max_wr entries
+ * (1 to max_srq_wr) and, with @limit, set the limit with it.  With @uc, the new ring's mmap
+ * details go to @info (user memory) before the switch, so that a process
+ * that cannot be told of the new ring keeps the old one.
+ */
+static int vrdma_srq_resize(struct vrdma_srq *srq, struct vrdma_ucontext *uc,
+			    u32 max_wr, struct vrdma_ring_info __user *info,
+			    const u32 *limit)
+{
+	struct vrdma_ring_info ri = {};
+	struct vrdma_queue nq, oq = {};
+	u32 n = roundup_pow_of_two(max_wr);
+	unsigned long flags;
+	u32 count, i;
+	int ret;
+
+	ret = vrdma_queue_init(&nq, uc, n, srq->queue.entry_size, &ri);
+	if (ret)
+		return ret;
+	if (uc && copy_to_user(info, &ri, sizeof(ri))) {
+		vrdma_queue_destroy(&nq);
+		return -EFAULT;
+	}
+
+	spin_lock_irqsave(&srq->post_lock, flags);
+	spin_lock(&srq->lock);
+	if (srq->error || vrdma_queue_count(&srq->queue, &count)) {
+		ret = -EIO;	/* its ring is garbage: nothing to keep */
+	} else if (count > n || (!limit && srq->limit > n)) {
+		ret = -EINVAL;
+	} else {
+		for (i = 0; i < count; i++)
+			memcpy(vrdma_queue_slot(&nq, i),
+			       vrdma_queue_slot(&srq->queue,
+						srq->queue.kidx + i),
+			       nq.entry_size);
+		/* prod before anyone can see the ring: nobody maps it yet. */
+		nq.ring->prod = count;
+		oq = srq->queue;
+		srq->queue = nq;
+		if (limit)
+			srq->limit = *limit;
+	}
+	spin_unlock(&srq->lock);
+	spin_unlock_irqrestore(&srq->post_lock, flags);
+
+	vrdma_queue_destroy(ret ? &nq : &oq);
+	return ret;
+}
+
 /**
- * vrdma_modify_srq() - arm or disarm the SRQ limit (ibv_modify_srq)
+ * vrdma_modify_srq() - resize the SRQ, arm or disarm its limit
+ *	(ibv_modify_srq)
  * @ibsrq: the SRQ
- * @attr: attr->srq_limit with IB_SRQ_LIMIT; 0 disarms
- * @mask: IB_SRQ_LIMIT
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); NULL for a
- *	kernel consumer
+ * @attr: attr->max_wr with IB_SRQ_MAX_WR: the new minimum size, which must
+ *	hold the WQEs not taken yet and an armed limit; attr->srq_limit with
+ *	IB_SRQ_LIMIT, 0 disarms (checked against the new size when both are
+ *	given)
+ * @mask: IB_SRQ_MAX_WR, IB_SRQ_LIMIT
+ * @udata: the request, struct vrdma_modify_srq_req (vrdma_udata_req()),
+ *	whose ring_info a resize needs; NULL for a kernel consumer
  *
- * Return: 0, -EOPNOTSUPP for IB_SRQ_MAX_WR (the mapped ring cannot be
- * resized: IB_DEVICE_SRQ_RESIZE is not claimed), -EINVAL for a limit beyond
- * the ring or unknown attributes.
+ * Return: 0; -EINVAL for unknown attributes, a size of 0, beyond the
+ * device's or too small, a limit beyond the ring, a user resize without
+ * ring_info or a ring_info not announced; -EIO if the SRQ is in error;
+ * -EFAULT if ring_info cannot be written; -ENOMEM.  On an error nothing
+ * has changed.
  */
 int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		     enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct vrdma_srq *srq = to_vsrq(ibsrq);
+	struct vrdma_modify_srq_req req;
+	struct vrdma_ucontext *uc;
+	u32 limit = 0, size;
 	int ret;
 
-	ret = vrdma_udata_check(ibsrq->device, udata, __func__);
+	ret = vrdma_udata_req(ibsrq->device, udata, __func__, &req.hdr,
+			      sizeof(req), VRDMA_MODIFY_SRQ_RING_INFO);
 	if (ret)
 		return ret;
+	if (!(req.hdr.comp_mask & VRDMA_MODIFY_SRQ_RING_INFO) &&
+	    req.ring_info) {
+		ibdev_dbg(ibsrq->device,
+			  "%s: ring_info set, not announced\n", __func__);
+		return -EINVAL;
+	}
 	if (mask & ~(IB_SRQ_MAX_WR | IB_SRQ_LIMIT))
 		return -EINVAL;
-	if (mask & IB_SRQ_MAX_WR)
-		return -EOPNOTSUPP;
-	if (!(mask & IB_SRQ_LIMIT))
-		return 0;
-	if (attr->srq_limit > srq->queue.num_entries)
-		return -EINVAL;
+	uc = udata ? rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
+					       ibuc) : NULL;
+	if (mask & IB_SRQ_MAX_WR) {
+		if (uc && !(req.hdr.comp_mask & VRDMA_MODIFY_SRQ_RING_INFO)) {
+			ibdev_dbg(ibsrq->device,
+				  "%s: a resize without ring_info\n", __func__);
+			return -EINVAL;
+		}
+		if (!attr->max_wr ||
+		    attr->max_wr > to_vdev(ibsrq->device)->attr.max_srq_wr)
+			return -EINVAL;
+		size = roundup_pow_of_two(attr->max_wr);
+	} else {
+		size = srq->queue.num_entries;
+	}
+	if (mask & IB_SRQ_LIMIT) {
+		limit = attr->srq_limit;
+		if (limit > size)
+			return -EINVAL;
+	}
 
-	spin_lock(&srq->lock);
-	srq->limit = attr->srq_limit;
-	spin_unlock(&srq->lock);
+	if (mask & IB_SRQ_MAX_WR)
+		return vrdma_srq_resize(srq, uc, attr->max_wr,
+					u64_to_user_ptr(req.ring_info),
+					mask & IB_SRQ_LIMIT ? &limit : NULL);
+	if (mask & IB_SRQ_LIMIT) {
+		spin_lock(&srq->lock);
+		srq->limit = limit;
+		spin_unlock(&srq->lock);
+	}
 	return 0;
 }
 
@@ -154,9 +248,9 @@ int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
 	struct vrdma_srq *srq = to_vsrq(ibsrq);
 
-	attr->max_wr = srq->queue.num_entries;
 	attr->max_sge = srq->max_sge;
 	spin_lock(&srq->lock);
+	attr->max_wr = srq->queue.num_entries;
 	attr->srq_limit = srq->limit;
 	spin_unlock(&srq->lock);
 	return 0;

@@ -38,9 +38,9 @@ static_assert(sizeof(struct vrdma_uverbs_req) == 8);
  * bits outside @comp_known, -EINVAL for a non-zero reserved field, or
  * -EFAULT.
  */
-static int vrdma_udata_req(struct ib_device *ibdev, struct ib_udata *udata,
-			   const char *verb, struct vrdma_uverbs_req *req,
-			   size_t size, u32 comp_known)
+int vrdma_udata_req(struct ib_device *ibdev, struct ib_udata *udata,
+		    const char *verb, struct vrdma_uverbs_req *req, size_t size,
+		    u32 comp_known)
 {
 	size_t len = udata ? udata->inlen : 0;
 	int ret;

@@ -83,6 +83,7 @@ static_assert(sizeof(struct vrdma_cqe) == 32);
 static_assert(sizeof(struct vrdma_ring_info) == 24);
 static_assert(sizeof(struct vrdma_create_qp_resp) == 56);
 static_assert(sizeof(struct vrdma_create_srq_resp) == 32);
+static_assert(sizeof(struct vrdma_modify_srq_req) == 16);
 static_assert(sizeof(struct vrdma_create_ah_resp) == 8);
 /* The GRH type reaches user space as the kernel's enum rdma_network_type. */
 static_assert(RDMA_NETWORK_IPV4 == (int)VRDMA_NETWORK_HDR_IPV4);
@@ -557,11 +558,12 @@ struct vrdma_qp {
  * @ibsrq: ib_core's part
  * @queue: the receive ring; queue.kidx is the next WQE to take
  * @lock: QPs take WQEs from it concurrently; protects @queue's consumer
- *	side, @limit and @error
+ *	side, @limit and @error, and @queue itself against a resize
  * @max_sge: granted SGEs per WQE
  * @limit: SRQ limit for IB_EVENT_SRQ_LIMIT_REACHED, 0 when disarmed
  * @error: the ring's indices were garbage; no WQE is taken any more
- * @post_lock: a kernel SRQ: serialises its consumer's producers
+ * @post_lock: a kernel SRQ: serialises its consumer's producers, and
+ *	them with a resize; taken before @lock
  */
 struct vrdma_srq {
 	struct ib_srq ibsrq;
@@ -726,6 +728,9 @@ extern const struct ib_device_ops vrdma_counters_ops;
 extern const struct ib_device_ops vrdma_restrack_ops;
 
 /* ucontext.c */
+int vrdma_udata_req(struct ib_device *ibdev, struct ib_udata *udata,
+		    const char *verb, struct vrdma_uverbs_req *req, size_t size,
+		    u32 comp_known);
 int vrdma_udata_check(struct ib_device *ibdev, struct ib_udata *udata,
 		      const char *verb);
 int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);

@@ -389,6 +389,29 @@ struct vrdma_create_srq_resp {
 	__u32 reserved;
 };
 
+/* vrdma_modify_srq_req.hdr.comp_mask bits */
+enum {
+	VRDMA_MODIFY_SRQ_RING_INFO	= 1 << 0,	/* ring_info is set */
+};
+
+/**
+ * struct vrdma_modify_srq_req - driver request of modify_srq
+ * @hdr: VRDMA_MODIFY_SRQ_RING_INFO in comp_mask announces @ring_info
+ * @ring_info: the address, in the caller's memory, of a struct
+ *	vrdma_ring_info that the kernel fills with the new ring when
+ *	IBV_SRQ_MAX_WR resizes the SRQ: MODIFY_SRQ has no driver response
+ *	that could carry it.  A resize without it is refused (EINVAL).
+ *
+ * A resize moves the WQEs the kernel has not taken yet to the start of a
+ * new ring, in order: the new ring's prod is their number, its cons 0.
+ * The old ring is dead once the call returns; the provider posts to
+ * neither while the call runs.
+ */
+struct vrdma_modify_srq_req {
+	struct vrdma_uverbs_req hdr;
+	__aligned_u64 ring_info;
+};
+
 /**
  * struct vrdma_create_ah_resp - driver data of create_ah
  * @ah: the handle a UD send WQE names the AH by (vrdma_send_wqe.ud.ah);
@@ -404,8 +427,8 @@ struct vrdma_create_ah_resp {
  * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h,
  * ucontext.c and the provider): verb request header 8, ring header 128,
  * SGE 16, send WQE header 64, receive WQE header 16, CQE 32, ring info 24,
- * create_qp response 56, create_srq response 32, create_ah response 8
- * bytes.
+ * create_qp response 56, create_srq response 32, modify_srq request 16,
+ * create_ah response 8 bytes.
  */
 
 #endif /* VRDMA_ABI_USER_H */

@@ -586,8 +586,16 @@ TEST_F_TIMEOUT(dev, udata_verbs, DEV_TEST_TIMEOUT)
 
 	for (v = 0; v < UV_VERBS; v++) {
 		for (k = 0; k < REQ_KINDS; k++) {
+			int want = req_errno[k];
+
+			/*
+			 * MODIFY_SRQ knows 8 bytes more (ring_info): the
+			 * byte lands in a field no comp_mask bit announced.
+			 */
+			if (v == UV_MODIFY_SRQ && k == REQ_TRAILING)
+				want = EINVAL;
 			ret = uv_verb(&o, v, k, NULL);
-			EXPECT_EQ(req_errno[k], ret) {
+			EXPECT_EQ(want, ret) {
 				TH_LOG("%s with request %s: %s",
 				       uv_verb_name[v], req_name[k],
 				       strerror(ret));

@@ -5,7 +5,8 @@
  * QP on an SRQ going to the error state (IBV_EVENT_QP_LAST_WQE_REACHED,
  * the SRQ's WQEs left to the other QPs), bad WQEs (too many SGEs, bad
  * lkey, and, on vrdma, garbage written straight into the ring), the SRQ's
- * attributes and the order of destruction.
+ * attributes, resizing it (ibv_modify_srq with IBV_SRQ_MAX_WR, also while
+ * messages arrive) and the order of destruction.
  *
  * Each test builds "connections": a sender QP on device A connected to a
  * receiver QP on device B that receives through the SRQ. Which WQE a
@@ -474,6 +475,143 @@ TEST_F(srq, attributes)
 	self->srq = NULL;
 }
 
+/* ibv_modify_srq(IBV_SRQ_MAX_WR): 0 or an errno. */
+static int srq_set_max_wr(FIXTURE_DATA(srq) *self, uint32_t max_wr)
+{
+	struct ibv_srq_attr sa = { .max_wr = max_wr };
+
+	return ibv_modify_srq(self->srq, &sa, IBV_SRQ_MAX_WR);
+}
+
+static uint32_t srq_max_wr(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(srq) *self)
+{
+	struct ibv_srq_attr got;
+
+	memset(&got, 0, sizeof(got));
+	EXPECT_EQ(0, ibv_query_srq(self->srq, &got));
+	return got.max_wr;
+}
+
+/*
+ * A resize to @max_wr with @pending WQEs not used yet: one that succeeds
+ * holds them and @max_wr, one that fails leaves the size as it was.  A
+ * device may grant more than asked, so whether a size too small for
+ * @pending is refused depends on its rounding; vrdma's is a power of two.
+ */
+static void srq_resize_check(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(srq) *self, uint32_t max_wr,
+			     uint32_t pending)
+{
+	uint32_t before = srq_max_wr(_metadata, self), after, n;
+	int ret = srq_set_max_wr(self, max_wr);
+
+	after = srq_max_wr(_metadata, self);
+	if (ret) {
+		EXPECT_EQ(before, after) {
+			TH_LOG("a refused resize to %u changed the size",
+			       max_wr);
+		}
+	} else {
+		EXPECT_LE(pending, after);
+		EXPECT_LE(max_wr, after);
+	}
+	if (rc_cfg.is_rxe)
+		return;
+	for (n = 1; n < max_wr; n <<= 1)
+		;
+	EXPECT_EQ(n < pending, ret != 0) {
+		TH_LOG("resize to %u with %u pending: %s", max_wr, pending,
+		       ret ? strerror(ret) : "granted");
+	}
+}
+
+/* ---- resizing ---------------------------------------------------------- */
+
+/*
+ * A resize keeps the WQEs not used yet, in order, grows the SRQ beyond what
+ * it could hold before (also while messages arrive and QPs take WQEs),
+ * shrinks it down to exactly what is pending, and refuses sizes that cannot
+ * hold the pending WQEs or an armed limit, 0 and sizes beyond the device's,
+ * changing nothing then.  Every message lands whole in the WQE its
+ * completion names, and the WQEs are used in the order they were posted.
+ */
+TEST_F_TIMEOUT(srq, resize, 240)
+{
+	struct ibv_device_attr *da = &self->db->attr;
+	uint64_t ids[2 * SRQ_MSGS];
+	struct ibv_srq_attr sa;
+	uint32_t old;
+	int i, ret;
+
+	if (!(da->device_cap_flags & IBV_DEVICE_SRQ_RESIZE))
+		SKIP(return, "the device does not resize SRQs");
+	srq_env(_metadata, self, 32, 2, SRQ_CONNS);
+	old = self->attr.max_wr;
+	srq_post(_metadata, self, 20);
+	srq_send(_metadata, self, 0, 5);
+	srq_expect(_metadata, self, 0, 5, ids);
+	expect_wr_ids(_metadata, ids, 5, 0, "before resizing");
+
+	/* 15 pending: too small, nothing, too big; none changes anything. */
+	srq_resize_check(_metadata, self, 8, 15);
+	EXPECT_NE(0, srq_set_max_wr(self, 0));
+	EXPECT_NE(0, srq_set_max_wr(self, da->max_srq_wr + 1));
+	EXPECT_NE(0, srq_set_max_wr(self, UINT32_MAX));
+	if (!rc_cfg.is_rxe)
+		EXPECT_EQ(old, srq_max_wr(_metadata, self));
+
+	/* Grown while connection 0's next messages arrive. */
+	srq_send(_metadata, self, 0, 11);
+	ASSERT_EQ(0, srq_set_max_wr(self, 200));
+	EXPECT_LE(200, srq_max_wr(_metadata, self));
+	srq_expect(_metadata, self, 0, 11, ids);
+	expect_wr_ids(_metadata, ids, 11, 5, "while resizing");
+
+	/* 4 pending and 60 more: more than the old ring held. */
+	srq_post(_metadata, self, 60);
+	srq_send(_metadata, self, 1, SRQ_MSGS);
+	srq_send(_metadata, self, 2, SRQ_MSGS);
+	srq_expect(_metadata, self, 1, SRQ_MSGS, ids);
+	srq_expect(_metadata, self, 2, SRQ_MSGS, ids + SRQ_MSGS);
+	expect_wr_ids(_metadata, ids, 2 * SRQ_MSGS, 16, "after growing");
+	srq_check_bytes(_metadata, self, "after growing");
+
+	/* 32 pending: shrunk to exactly that, not below. */
+	srq_resize_check(_metadata, self, 16, 32);
+	ASSERT_EQ(0, srq_set_max_wr(self, 32));
+	EXPECT_LE(32, srq_max_wr(_metadata, self));
+	if (!rc_cfg.is_rxe)
+		EXPECT_EQ(32, srq_max_wr(_metadata, self));
+	srq_send(_metadata, self, 3, SRQ_MSGS);
+	srq_expect(_metadata, self, 3, SRQ_MSGS, ids);
+	for (i = 0; i < SRQ_MSGS; i++)
+		EXPECT_EQ(48 + i, ids[i]);
+
+	/* 16 pending; an armed limit must fit too, the new one if given. */
+	memset(&sa, 0, sizeof(sa));
+	sa.max_wr = 16;
+	sa.srq_limit = 40;
+	ret = ibv_modify_srq(self->srq, &sa, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT);
+	if (!ret && rc_cfg.is_rxe) {
+		RC_QUIRK("a new SRQ limit checked against the old size");
+		sa.srq_limit = 0;
+		ASSERT_EQ(0, ibv_modify_srq(self->srq, &sa, IBV_SRQ_LIMIT));
+	} else {
+		EXPECT_NE(0, ret);
+	}
+	sa.srq_limit = 10;
+	ASSERT_EQ(0, ibv_modify_srq(self->srq, &sa,
+				    IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT));
+	memset(&sa, 0, sizeof(sa));
+	ASSERT_EQ(0, ibv_query_srq(self->srq, &sa));
+	EXPECT_LE(16, sa.max_wr);
+	EXPECT_EQ(10, sa.srq_limit);
+	srq_resize_check(_metadata, self, 8, 16);
+	EXPECT_NE(0, srq_set_max_wr(self, 8));
+	srq_check_bytes(_metadata, self, "after shrinking");
+}
+
 /* ---- the data path ----------------------------------------------------- */
 
 /*
@@ -885,6 +1023,9 @@ TEST_F(srq, hostile_prod)
 	ASSERT_TRUE(async_wait(_metadata, self->db->ctx, IBV_EVENT_SRQ_ERR,
 			       &ev));
 	EXPECT_EQ(self->srq, ev.element.srq);
+
+	/* Nothing of a garbage ring is worth moving to a bigger one. */
+	EXPECT_NE(0, srq_set_max_wr(self, 64));
 
 	/* Repaired, it stays in error. */
 	vrdma_uring_publish(r);

@@ -16,7 +16,7 @@
 #     unload
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, validates the test).
-# ISER_SIZE_MB: how much of the disk fio covers (default 8).
+# VRDMA_ISER_SIZE_MB: how much of the disk fio covers (default 8).
 #
 # make check-long runs it on the host: lib.sh then boots a VM (scripts/vm-run,
 # output in out/iser) and runs itself there.
@@ -29,7 +29,7 @@ NETDEV=isr0 PEER=isr1
 IP=10.222.0.1
 PORTNO=3260
 IQN=iqn.2026-11.io.vrdma:iser-test
-SIZE_MB=${ISER_SIZE_MB:-8}
+SIZE_MB=${VRDMA_ISER_SIZE_MB:-8}
 
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
 command -v iscsiadm >/dev/null || skip_all "iscsiadm (open-iscsi) is not installed"

@@ -13,7 +13,7 @@
 #   server stopped, nothing of either left on the device
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, validates the test).
-# NFSRDMA_SIZE_MB: the size of the file (default 8).
+# VRDMA_NFSRDMA_SIZE_MB: the size of the file (default 8).
 #
 # make check-long runs it on the host: lib.sh then boots a VM (scripts/vm-run,
 # output in out/nfsrdma) and runs itself there.
@@ -25,7 +25,7 @@ SLOW=${VRDMA_TEST_SLOW:-1}
 NETDEV=nfr0 PEER=nfr1
 IP=10.220.0.1
 NFSPORT=20049
-SIZE_MB=${NFSRDMA_SIZE_MB:-8}
+SIZE_MB=${VRDMA_NFSRDMA_SIZE_MB:-8}
 
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
 for c in rpc.nfsd rpc.mountd exportfs rpcbind mount.nfs; do

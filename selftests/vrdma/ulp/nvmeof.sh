@@ -21,7 +21,7 @@
 #     before the target's configuration; the modules unload
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, validates the test).
-# NVMEOF_SIZE_MB: how much of the disk fio covers (default 8).
+# VRDMA_NVMEOF_SIZE_MB: how much of the disk fio covers (default 8).
 # nvmeof_2vm.sh runs target and host in two VMs, over the wire.
 #
 # make check-long runs it on the host: lib.sh then boots a VM (scripts/vm-run,
@@ -37,7 +37,7 @@ IP=10.219.0.1
 PORTNO=4420
 NQN=nqn.2026-11.io.vrdma:nvmeof-test
 HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:$(cat /proc/sys/kernel/random/uuid)
-SIZE_MB=${NVMEOF_SIZE_MB:-8}
+SIZE_MB=${VRDMA_NVMEOF_SIZE_MB:-8}
 CFG=/sys/kernel/config/nvmet
 
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"

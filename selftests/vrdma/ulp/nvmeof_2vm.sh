@@ -19,7 +19,7 @@
 # goes down and its modules unload.  Output is TAP; make check-long runs
 # it (on the host: it boots the VMs).
 #
-# NVMEOF_SIZE_MB: how much of the disk fio covers (default 8).
+# VRDMA_NVMEOF_SIZE_MB: how much of the disk fio covers (default 8).
 # NVMEOF_VM_ARGS: more scripts/vm-run options, e.g. --debug-kernel.
 S=${VRDMA_VM_SHARED:-/vmshared}
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
@@ -39,7 +39,7 @@ PORTNO=4420
 NQN=nqn.2026-11.io.vrdma:nvmeof-2vm
 HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:2a6f1c0e-6b1e-4e0c-9d43-5d1f2c7b2a00
 SLOW=${VRDMA_TEST_SLOW:-1}
-SIZE_MB=${NVMEOF_SIZE_MB:-8}
+SIZE_MB=${VRDMA_NVMEOF_SIZE_MB:-8}
 CFG=/sys/kernel/config/nvmet
 # What A checks, and so how many results the host expects.
 WANT=16

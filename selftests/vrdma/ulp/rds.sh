@@ -21,6 +21,13 @@
 #   teardown: rds_rdma and rds unload, no QP, CQ, MR or PD of either
 #     device left, the devices delete
 #
+# Both ends share one kernel, and with it RDS's congestion map of each
+# address: an update that crosses a newer change would leave a port marked
+# congested for good (senders wait in rds_cong_wait() without a timeout),
+# so rds_xfer.py gives each receiver a buffer that holds its whole plan and
+# no port ever becomes congested.  A transfer that fails prints the
+# devices' QPs, their debugfs view, the counters and RDS's own.
+#
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, validates the test).
 # VRDMA_RDS_PLAN, VRDMA_RDS_PKT_PLAN (the packet pass), VRDMA_RDS_RDMA_PLAN:
 # rds_xfer.py's plans (SIZExCOUNT,...).
@@ -35,7 +42,7 @@ SLOW=${VRDMA_TEST_SLOW:-1}
 N0=rds0 N1=rds1
 IP0=10.226.0.1 IP1=10.226.0.2
 PORT=18634
-PLAN=${VRDMA_RDS_PLAN:-1x1000,100x1000,4096x200,65536x40,1048576x4,randx30}
+PLAN=${VRDMA_RDS_PLAN:-1x2000,100x2000,4096x500,65536x200,1048576x20,randx100}
 PKT_PLAN=${VRDMA_RDS_PKT_PLAN:-1x300,100x300,4096x100,65536x20,1048576x2,randx10}
 RDMA_PLAN=${VRDMA_RDS_RDMA_PLAN:-4096x4,65536x4,1048576x2}
 XFER=$(dirname "$0")/rds_xfer.py
@@ -85,6 +92,29 @@ dmesg_since()
 		tail -n 40 | sed 's/^/#   /'
 }
 
+# state_dump: what the devices hold, as comments, for a transfer that
+# failed: their QPs in detail (PSNs, ring indices), the QPs' debugfs view
+# on vrdma (the WQEs in flight) and the counters that are not 0.
+state_dump()
+{
+	local d f
+
+	[ -d /sys/kernel/debug/tracing ] ||
+		mount -t debugfs none /sys/kernel/debug 2>/dev/null
+	for d in "$D0" "$D1"; do
+		rdma resource show qp link "$d/1" -dd 2>&1 | sed 's/^/#   /'
+		for f in /sys/kernel/debug/vrdma/"$d"/qp*; do
+			[ -r "$f" ] || continue
+			echo "#   $f:"
+			sed 's/^/#     /' "$f"
+		done
+		grep -H . /sys/class/infiniband/"$d"/ports/1/hw_counters/* \
+			2>/dev/null | grep -v ':0$' | sed "s|^.*/|#   $d |"
+	done
+	# RDS's own view: its connections and the counters that are not 0.
+	python3 "$XFER" info 2>&1 | grep -v ' 0$' | sed 's/^/#   rds: /'
+}
+
 # xfer DESC PLAN [rds_xfer.py OPTION...]: rds_xfer.py's PLAN both ways
 # between $IP0 and $IP1; the devices must each have moved PLAN's bytes.
 xfer()
@@ -108,7 +138,7 @@ xfer()
 		'^rds_xfer: ok$' "$out"
 	check_match "$desc: a message of 1 MiB + 1 B is refused" \
 		'^rds_xfer: 1048577 B refused: EMSGSIZE$' "$out"
-	[ "$rc" -eq 0 ] || dmesg_since "$n0"
+	[ "$rc" -eq 0 ] || { dmesg_since "$n0"; state_dump; }
 	b0=$(($(moved "$D0") - b0)) b1=$(($(moved "$D1") - b1))
 	p0=$(($(hw "$D0" sent_pkts) - p0))
 	echo "# $D0 moved $b0 bytes ($p0 packets), $D1 $b1, for $bytes each way"

@@ -85,13 +85,13 @@ def parse_plan(plan):
     return sizes
 
 
-def rds_socket(ip=None, port=0, bufsize=16 << 20):
+def rds_socket(ip=None, port=0, bufsize=16 << 20, rcvbuf=16 << 20):
     s = socket.socket(socket.AF_RDS, socket.SOCK_SEQPACKET, 0)
     s.setsockopt(SOL_RDS, SO_RDS_TRANSPORT, RDS_TRANS_IB)
     # RDS refuses a message larger than half the send buffer, and stops
     # its senders while the receiver has half its buffer queued.
     s.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, bufsize)
-    s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, bufsize)
+    s.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, rcvbuf)
     if ip is not None:
         s.bind((ip, port))
         t = struct.unpack('i', s.getsockopt(SOL_RDS, SO_RDS_TRANSPORT, 4))[0]
@@ -260,7 +260,15 @@ def rdma_round(a, b, addr_a, addr_b, seq, size, write):
 def xfer(args):
     sizes = parse_plan(args.plan)
     addr_a, addr_b = (args.ip_a, args.port), (args.ip_b, args.port)
-    a, b = rds_socket(*addr_a), rds_socket(*addr_b)
+    # Both ends are in one kernel, so RDS keeps one congestion map per
+    # address for both: a map update from the peer overwrites the
+    # receiver's own live map, and one that crosses a newer change leaves
+    # a port marked congested for good (rds_cong_wait() has no timeout).
+    # A receive buffer that holds the whole plan (half of it counts) keeps
+    # every port uncongested, however slowly the checks here read.
+    rcvbuf = max(16 << 20, 2 * (sum(sizes) + MAX_MSG))
+    a = rds_socket(*addr_a, rcvbuf=rcvbuf)
+    b = rds_socket(*addr_b, rcvbuf=rcvbuf)
     for s in a, b:
         set_rcvtimeo(s, args.timeout)
     streams = [Stream('A->B', a, b, addr_a, addr_b, sizes, args.timeout)]

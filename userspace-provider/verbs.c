@@ -80,6 +80,55 @@ int vrdma_dealloc_pd(struct ibv_pd *ibpd)
 }
 
 /*
+ * Importing (ibv_import_pd, ibv_import_mr): a second context on the same
+ * command file -- ibv_import_device() of a dup of the first one's -- uses
+ * the first one's objects by their handles.  A PD is nothing but its
+ * handle here, which the kernel checks wherever the PD is used; an MR's
+ * keys and length come from the kernel (UVERBS_METHOD_QUERY_MR), which
+ * fails for a handle that names no MR of this file.  Unimporting frees only
+ * what user space holds: the objects stay until their owner destroys them.
+ */
+struct ibv_pd *vrdma_import_pd(struct ibv_context *context,
+			       uint32_t pd_handle)
+{
+	struct vrdma_pd *pd;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	pd->ibv_pd.context = context;
+	pd->ibv_pd.handle = pd_handle;
+	return &pd->ibv_pd;
+}
+
+void vrdma_unimport_pd(struct ibv_pd *ibpd)
+{
+	free(to_vpd(ibpd));
+}
+
+struct ibv_mr *vrdma_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	struct verbs_mr *vmr;
+	int ret;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+	ret = ibv_cmd_query_mr(pd, vmr, mr_handle);
+	if (ret) {
+		free(vmr);
+		errno = ret;
+		return NULL;
+	}
+	return &vmr->ibv_mr;
+}
+
+void vrdma_unimport_mr(struct ibv_mr *ibmr)
+{
+	free(vrdma_container_of(ibmr, struct verbs_mr, ibv_mr));
+}
+
+/*
  * The kernel pins the pages and hands out the keys; user space keeps
  * nothing of its own about an MR.
  */

@@ -54,6 +54,8 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.destroy_srq = vrdma_destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = vrdma_free_context,
+	.import_mr = vrdma_import_mr,
+	.import_pd = vrdma_import_pd,
 	.modify_qp = vrdma_modify_qp,
 	.modify_srq = vrdma_modify_srq,
 	.poll_cq = vrdma_poll_cq,
@@ -68,6 +70,8 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.req_notify_cq = vrdma_req_notify_cq,
 	.rereg_mr = vrdma_rereg_mr,
 	.resize_cq = vrdma_resize_cq,
+	.unimport_mr = vrdma_unimport_mr,
+	.unimport_pd = vrdma_unimport_pd,
 };
 
 /*
@@ -123,6 +127,35 @@ err:
 	return NULL;
 }
 
+/*
+ * ibv_import_device(): a context on a command file that another context
+ * opened (a dup of its fd, passed on or inherited), sharing its ucontext
+ * and so its objects and rings.  The kernel has nothing to answer that the
+ * first GET_CONTEXT did not (the ABI version was matched when the device
+ * was found); QUERY_CONTEXT fails for a file that has no context yet.
+ */
+static struct verbs_context *vrdma_import_context(struct ibv_device *ibdev,
+						  int cmd_fd)
+{
+	struct vrdma_context *ctx;
+	int ret;
+
+	ctx = vrdma_verbs_init_and_alloc_context(ibdev, cmd_fd, ctx, ibv_ctx,
+						 RDMA_DRIVER_UNKNOWN);
+	if (!ctx)
+		return NULL;
+
+	ret = ibv_cmd_query_context(&ctx->ibv_ctx.context, NULL);
+	if (ret) {
+		verbs_uninit_context(&ctx->ibv_ctx);
+		free(ctx);
+		errno = ret;
+		return NULL;
+	}
+	verbs_set_ops(&ctx->ibv_ctx, &vrdma_ctx_ops);
+	return &ctx->ibv_ctx;
+}
+
 static void vrdma_free_context(struct ibv_context *ibctx)
 {
 	struct vrdma_context *ctx = to_vctx(ibctx);
@@ -159,6 +192,7 @@ static const struct verbs_device_ops vrdma_dev_ops = {
 	.alloc_device = vrdma_alloc_device,
 	.uninit_device = vrdma_uninit_device,
 	.alloc_context = vrdma_alloc_context,
+	.import_context = vrdma_import_context,
 };
 
 static void __attribute__((constructor)) vrdma_register_driver(void)

@@ -244,6 +244,11 @@ struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 int vrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
 int vrdma_dereg_mr(struct verbs_mr *vmr);
+struct ibv_pd *vrdma_import_pd(struct ibv_context *context,
+			       uint32_t pd_handle);
+void vrdma_unimport_pd(struct ibv_pd *ibpd);
+struct ibv_mr *vrdma_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
+void vrdma_unimport_mr(struct ibv_mr *ibmr);
 struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int vrdma_destroy_ah(struct ibv_ah *ah);
 

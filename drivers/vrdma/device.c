@@ -174,6 +174,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.query_port = vrdma_query_port,
 	.query_qp = vrdma_query_qp,
 	.query_srq = vrdma_query_srq,
+	.query_ucontext = vrdma_query_ucontext,
 	.reg_user_mr = vrdma_reg_user_mr,
 	.req_notify_cq = vrdma_req_notify_cq,
 	.rereg_user_mr = vrdma_rereg_user_mr,

@@ -116,6 +116,24 @@ void vrdma_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 }
 
+/**
+ * vrdma_query_ucontext() - answer QUERY_CONTEXT (ibv_import_device)
+ * @ibuc: the context of the command file
+ * @attrs: the method's attributes; ib_core has filled the core ones
+ *
+ * A second context imported on a dup of the command file shares this
+ * ucontext; it needs nothing beyond the core answer (the ABI version was
+ * matched when the provider found the device, the rings are described by
+ * each verb that makes one), so there is no driver attribute.
+ *
+ * Return: 0
+ */
+int vrdma_query_ucontext(struct ib_ucontext *ibuc,
+			 struct uverbs_attr_bundle *attrs)
+{
+	return 0;
+}
+
 /*
  * The device is being removed while the process still has it open.
  * ib_core destroys the context's objects and zaps its mappings itself;

@@ -736,6 +736,8 @@ int vrdma_udata_check(struct ib_device *ibdev, struct ib_udata *udata,
 int vrdma_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata);
 void vrdma_dealloc_ucontext(struct ib_ucontext *ibuc);
 void vrdma_disassociate_ucontext(struct ib_ucontext *ibuc);
+int vrdma_query_ucontext(struct ib_ucontext *ibuc,
+			 struct uverbs_attr_bundle *attrs);
 int vrdma_mmap(struct ib_ucontext *ibuc, struct vm_area_struct *vma);
 void vrdma_mmap_free(struct rdma_user_mmap_entry *rdma_entry);
 struct vrdma_mmap_entry *vrdma_mmap_alloc(struct vrdma_ucontext *uc,

@@ -797,6 +797,7 @@ TEST(verbs_qp_ex)
 	X(ibv_cmd_get_context) X(ibv_cmd_query_device_any)		\
 	X(ibv_cmd_query_port) X(ibv_cmd_alloc_pd) X(ibv_cmd_dealloc_pd)	\
 	X(ibv_cmd_reg_mr) X(ibv_cmd_rereg_mr) X(ibv_cmd_dereg_mr)	\
+	X(ibv_cmd_query_context) X(ibv_cmd_query_mr)			\
 	X(ibv_cmd_alloc_mw) X(ibv_cmd_dealloc_mw)			\
 	X(ibv_cmd_create_cq) X(ibv_cmd_create_cq_ex)			\
 	X(ibv_cmd_req_notify_cq) X(ibv_cmd_resize_cq)			\

@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -143,6 +144,107 @@ static void rdma_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
 	wr->opcode = op;
 	wr->wr.rdma.remote_addr = raddr;
 	wr->wr.rdma.rkey = rkey;
+}
+
+/* ---- imported objects -------------------------------------------------- */
+
+/*
+ * A second context on a dup of the first one's command file
+ * (ibv_import_device), the first one's PD (ibv_import_pd) and MR
+ * (ibv_import_mr): a pair whose A end is built entirely through the
+ * imported context and PD -- CQs, QP, the rings mapped through the dup,
+ * the buffer's MR -- moves data both ways; the imported MR has the
+ * original's keys and length, and B writes into it by its rkey.  Refused:
+ * a handle that names no MR, a command file without a context.
+ */
+TEST_F(rc, import)
+{
+	struct rc_dev imp = *self->da;
+	struct rc_buf orig = { 0 };
+	struct ibv_mr *mr, *bad;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *badwr;
+	struct ibv_context *none;
+	char path[128];
+	int fd, i;
+
+	imp.owned = 0;
+	fd = dup(self->da->ctx->cmd_fd);
+	ASSERT_LE(0, fd);
+	imp.ctx = ibv_import_device(fd);
+	if (!imp.ctx && errno == EOPNOTSUPP && rc_cfg.is_rxe)
+		SKIP(return, "rdma_rxe's provider imports no device");
+	ASSERT_NE(NULL, imp.ctx) {
+		TH_LOG("ibv_import_device: %s", strerror(errno));
+	}
+	EXPECT_EQ(self->da->ctx->device, imp.ctx->device);
+	imp.pd = ibv_import_pd(imp.ctx, self->da->pd->handle);
+	ASSERT_NE(NULL, imp.pd) {
+		TH_LOG("ibv_import_pd: %s", strerror(errno));
+	}
+	EXPECT_EQ(self->da->pd->handle, imp.pd->handle);
+
+	/* Everything of A through the imported context and PD. */
+	rc_env_create(_metadata, &self->e, &imp, self->db, NULL, 64 * 1024,
+		      RC_ACCESS_ALL, RC_ACCESS_ALL);
+	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+		.op = IBV_WR_SEND, .len = 5000, .lsge = 3, .rsge = 2,
+		.loff = 1, .roff = 3, .seed = 71, .wr_id = 0x710,
+	});
+	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+		.op = IBV_WR_RDMA_WRITE, .len = 7001, .lsge = 2,
+		.loff = 5, .roff = 9, .seed = 72, .wr_id = 0x720,
+	});
+	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+		.op = IBV_WR_RDMA_READ, .len = 3001, .lsge = 2,
+		.loff = 7, .roff = 11, .seed = 73, .wr_id = 0x730,
+	});
+
+	/* An MR of the first context, imported: same keys, B writes into it. */
+	rc_buf_alloc(_metadata, &orig, self->da->pd, 8192, RC_ACCESS_ALL);
+	mr = ibv_import_mr(imp.pd, orig.mr->handle);
+	ASSERT_NE(NULL, mr) {
+		TH_LOG("ibv_import_mr: %s", strerror(errno));
+	}
+	EXPECT_EQ(orig.mr->lkey, mr->lkey);
+	EXPECT_EQ(orig.mr->rkey, mr->rkey);
+	EXPECT_EQ(orig.mr->length, mr->length);
+	EXPECT_EQ(orig.mr->handle, mr->handle);
+	memset(orig.p, 0, orig.size);
+	for (i = 0; i < 4096; i++)
+		((uint8_t *)self->e.bb.p)[i] = (uint8_t)(i * 7 + 3);
+	rdma_wr(&wr, &sge, IBV_WR_RDMA_WRITE, &self->e.bb, 4096,
+		(uintptr_t)orig.p + 100, mr->rkey);
+	wr.send_flags = IBV_SEND_SIGNALED;
+	ASSERT_EQ(0, ibv_post_send(self->e.p.b.qp, &wr, &badwr));
+	rc_expect_wc(_metadata, self->e.p.b.scq, &(struct rc_wc_exp){
+		.wr_id = 0x1, .status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RDMA_WRITE, .qp_num = self->e.p.b.qp->qp_num,
+	}, "WRITE by the imported MR's rkey");
+	EXPECT_EQ(0, memcmp((uint8_t *)orig.p + 100, self->e.bb.p, 4096));
+	ibv_unimport_mr(mr);
+
+	bad = ibv_import_mr(imp.pd, orig.mr->handle + 1000);
+	EXPECT_EQ(NULL, bad);
+	if (bad)
+		ibv_unimport_mr(bad);
+
+	/* A command file of the device without a context imports nothing. */
+	snprintf(path, sizeof(path), "/dev/infiniband/%s",
+		 self->da->ctx->device->dev_name);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	/* (A failed import has closed the file.) */
+	none = ibv_import_device(fd);
+	EXPECT_EQ(NULL, none);
+	if (none)
+		ibv_close_device(none);
+
+	rc_buf_free(&orig);
+	rc_env_destroy(&self->e);
+	memset(&self->e, 0, sizeof(self->e));
+	ibv_unimport_pd(imp.pd);
+	EXPECT_EQ(0, ibv_close_device(imp.ctx));
 }
 
 /* ---- every opcode ----------------------------------------------------- */

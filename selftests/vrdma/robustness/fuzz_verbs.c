@@ -11,8 +11,9 @@
  * another QP of the pool, query, destroy), MRs (reg_mr with odd ranges:
  * unaligned, empty, unmapped, read-only, huge, wrapping; random access
  * flags; rereg_mr; dereg_mr), MWs (alloc, bind, dealloc), SRQs (create,
- * modify, query, post, destroy), AHs, post_send and post_recv with random
- * work requests and keys, and writes random and adversarial bytes into the
+ * modify and resize, query, post, destroy), AHs, imports (a context on a
+ * dup of the command file, PDs and MRs by real or random handles), post_send
+ * and post_recv with random work requests and keys, and writes random and adversarial bytes into the
  * SQ, RQ, SRQ and CQ rings and their indices, then rings the doorbell.
  * The round ends by exiting with every object still there (the kernel
  * cleans up), or by SIGKILL at a random moment.
@@ -44,6 +45,8 @@
 
 struct pools {
 	struct ibv_context *ctx;
+	struct ibv_context *ictx;	/* imported on a dup of ctx's file */
+	int import_tried;
 	struct ibv_comp_channel *ch;
 	struct ibv_pd *pd[POOL];
 	struct ibv_cq *cq[POOL];
@@ -655,6 +658,42 @@ static void op_ring(void)
 		ibv_cmd_post_recv(qp, NULL, &brw);
 }
 
+/*
+ * A second context imported on a dup of the command file, and through it
+ * PDs and MRs by handles that are real, stale or random, a CQ on it now
+ * and then; every import is undone at once.
+ */
+static void op_import(void)
+{
+	struct ibv_pd *pd, *real = ANY(p.pd);
+	struct ibv_mr *mr, *rmr = ANY(p.mr);
+	struct ibv_cq *cq;
+	int fd;
+
+	if (!p.ictx) {
+		if (p.import_tried++)
+			return;
+		fd = dup(p.ctx->cmd_fd);
+		if (fd >= 0)
+			p.ictx = ibv_import_device(fd);
+		return;
+	}
+	pd = ibv_import_pd(p.ictx, real && !fz_one_in(R, 4) ? real->handle :
+			   fz_interesting32(R));
+	if (!pd)
+		return;
+	mr = ibv_import_mr(pd, rmr && !fz_one_in(R, 4) ? rmr->handle :
+			   fz_interesting32(R));
+	if (mr)
+		ibv_unimport_mr(mr);
+	if (fz_one_in(R, 4)) {
+		cq = ibv_create_cq(p.ictx, 1 + fz_below(R, 64), NULL, NULL, 0);
+		if (cq)
+			ibv_destroy_cq(cq);
+	}
+	ibv_unimport_pd(pd);
+}
+
 static void op_query(void)
 {
 	struct ibv_device_attr_ex dx;
@@ -685,7 +724,7 @@ static void child(const char *dev, uint64_t seed, double secs, int ready)
 		op_qp_modify, op_qp_modify, op_qp_modify, op_mr, op_mr,
 		op_mw, op_srq, op_ah, op_post_send, op_post_send,
 		op_post_send, op_post_recv, op_post_recv, op_ring, op_ring,
-		op_query,
+		op_query, op_import,
 	};
 	struct ibv_port_attr port;
 	double end;

@@ -318,32 +318,43 @@ static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 /*
  * ibv_create_cq_ex().  libibverbs has already refused wc_flags it does not
  * know; the kernel is asked nothing it cannot do: no wc_flags beyond
- * struct ibv_wc's, no parent domain (IBV_CQ_INIT_ATTR_MASK_PD), and of the
- * creation flags only IBV_CREATE_CQ_ATTR_SINGLE_THREADED, a promise we may
- * ignore (the lock is uncontended then).  Every read_* function of a
+ * struct ibv_wc's, and of the creation flags only
+ * IBV_CREATE_CQ_ATTR_SINGLE_THREADED, a promise we may ignore (the lock is
+ * uncontended then).  A parent domain (IBV_CQ_INIT_ATTR_MASK_PD) must be one
+ * of this context; the kernel's CQ knows none, its ring being the kernel's.  Every read_* function of a
  * supported field is set, whether or not wc_flags asked for it.
  */
 struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr)
 {
 	struct vrdma_cmd_create_cq_ex_resp resp = {};
+	struct ibv_cq_init_attr_ex kattr;
 	struct ibv_cq_ex *cqx;
 	struct vrdma_cq *cq;
 	int ret;
 
 	if ((attr->wc_flags & ~(uint64_t)VRDMA_CQ_EX_WC_FLAGS) ||
-	    (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					   IBV_CQ_INIT_ATTR_MASK_PD)) ||
 	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
 	     (attr->flags & ~(uint32_t)IBV_CREATE_CQ_ATTR_SINGLE_THREADED))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    !vrdma_is_parent_domain(context, attr->parent_domain)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	kattr = *attr;
+	kattr.comp_mask &= ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_PD;
+	kattr.parent_domain = NULL;
 
 	cq = vrdma_cq_alloc();
 	if (!cq)
 		return NULL;
 
-	ret = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, NULL, 0,
+	ret = ibv_cmd_create_cq_ex(context, &kattr, &cq->vcq, NULL, 0,
 				   &resp.ibv_resp, sizeof(resp), 0);
 	if (!vrdma_cq_created(context, cq, ret, &resp.drv_payload.cq))
 		return NULL;

@@ -67,10 +67,67 @@ struct ibv_pd *vrdma_alloc_pd(struct ibv_context *context)
 	return &pd->ibv_pd;
 }
 
+/*
+ * Parent domains: what is made on one is made on its PD.  No memory of
+ * this provider is ever shared with the device -- the rings are the
+ * kernel's, mapped into the process -- so there is nothing for custom
+ * allocators to allocate: they are kept (IBV_PARENT_DOMAIN_INIT_ATTR_
+ * ALLOCATORS) and never called.  vrdma has no thread domains (alloc_td
+ * fails with EOPNOTSUPP), so a parent domain has none either.
+ */
+struct ibv_pd *vrdma_alloc_parent_domain(struct ibv_context *context,
+					 struct ibv_parent_domain_init_attr *attr)
+{
+	struct vrdma_pd *pd, *protection;
+
+	if (!attr || !attr->pd || attr->pd->context != context || attr->td ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+					   IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	protection = to_vpd(attr->pd);
+	if (protection->protection ||
+	    ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
+	     (!attr->alloc || !attr->free))) {
+		errno = EINVAL;	/* a parent of a parent; half an allocator */
+		return NULL;
+	}
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	pd->ibv_pd.context = context;
+	pd->ibv_pd.handle = attr->pd->handle;
+	pd->protection = protection;
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) {
+		pd->alloc = attr->alloc;
+		pd->free = attr->free;
+	}
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+		pd->pd_context = attr->pd_context;
+	atomic_fetch_add(&protection->parents, 1);
+	return &pd->ibv_pd;
+}
+
+bool vrdma_is_parent_domain(struct ibv_context *context, struct ibv_pd *pd)
+{
+	return pd && pd->context == context && to_vpd(pd)->protection;
+}
+
+/* A PD goes only after its parent domains; a parent domain at any time. */
 int vrdma_dealloc_pd(struct ibv_pd *ibpd)
 {
+	struct vrdma_pd *pd = to_vpd(ibpd);
 	int ret;
 
+	if (pd->protection) {
+		atomic_fetch_sub(&pd->protection->parents, 1);
+		free(pd);
+		return 0;
+	}
+	if (atomic_load(&pd->parents))
+		return EBUSY;
 	ret = ibv_cmd_dealloc_pd(ibpd);
 	if (ret)
 		return ret;

@@ -35,6 +35,7 @@ static void vrdma_free_context(struct ibv_context *ibctx);
 /* Ops left NULL fail with EOPNOTSUPP (libibverbs' defaults). */
 static const struct verbs_context_ops vrdma_ctx_ops = {
 	.alloc_mw = vrdma_alloc_mw,
+	.alloc_parent_domain = vrdma_alloc_parent_domain,
 	.alloc_pd = vrdma_alloc_pd,
 	/* Multicast is the kernel's alone: nothing in the rings changes. */
 	.attach_mcast = ibv_cmd_attach_mcast,

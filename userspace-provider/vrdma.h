@@ -23,6 +23,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <rdma/vrdma-abi.h>
@@ -91,8 +93,20 @@ struct vrdma_context {
 	struct verbs_context ibv_ctx;
 };
 
+/*
+ * A PD, or a parent domain (ibv_alloc_parent_domain): a PD of user space
+ * only, carrying the handle of the PD it was made on (@protection), so that
+ * whatever is created "on" it is created on that PD in the kernel.
+ */
 struct vrdma_pd {
 	struct ibv_pd ibv_pd;
+	struct vrdma_pd *protection;	/* a parent domain's PD, else NULL */
+	atomic_int parents;		/* parent domains made on this PD */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
+		       size_t alignment, uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr,
+		     uint64_t resource_type);
+	void *pd_context;
 };
 
 /* struct vrdma_ah is in ring.h: post_send needs it. */
@@ -244,6 +258,9 @@ struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 int vrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
 int vrdma_dereg_mr(struct verbs_mr *vmr);
+struct ibv_pd *vrdma_alloc_parent_domain(struct ibv_context *context,
+					 struct ibv_parent_domain_init_attr *attr);
+bool vrdma_is_parent_domain(struct ibv_context *context, struct ibv_pd *pd);
 struct ibv_pd *vrdma_import_pd(struct ibv_context *context,
 			       uint32_t pd_handle);
 void vrdma_unimport_pd(struct ibv_pd *ibpd);

@@ -146,6 +146,116 @@ static void rdma_wr(struct ibv_send_wr *wr, struct ibv_sge *sge,
 	wr->wr.rdma.rkey = rkey;
 }
 
+/* ---- parent domains --------------------------------------------------- */
+
+static int pd_allocs;
+
+static void *pd_alloc(struct ibv_pd *pd, void *ctx, size_t size,
+		      size_t alignment, uint64_t type)
+{
+	pd_allocs++;
+	return IBV_ALLOCATOR_USE_DEFAULT;
+}
+
+static void pd_free(struct ibv_pd *pd, void *ctx, void *ptr, uint64_t type)
+{
+}
+
+/*
+ * A parent domain with allocators on a PD of its own: A's QP, MRs and an
+ * extended CQ made on it (IBV_CQ_INIT_ATTR_MASK_PD) move data; its PD
+ * cannot go while it exists.  Refused: no PD, a thread domain (vrdma has
+ * none), unknown comp_mask bits, half an allocator, a parent of a parent,
+ * an extended CQ on a plain PD.
+ */
+TEST_F(rc, parent_domain)
+{
+	struct ibv_parent_domain_init_attr pa;
+	struct ibv_cq_init_attr_ex cqa;
+	struct rc_dev pdev = *self->da;
+	struct ibv_pd *base, *parent, *p2;
+	struct ibv_cq_ex *cqx;
+
+	base = ibv_alloc_pd(self->da->ctx);
+	ASSERT_NE(NULL, base);
+	memset(&pa, 0, sizeof(pa));
+	pa.pd = base;
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+		       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+	pa.alloc = pd_alloc;
+	pa.free = pd_free;
+	pa.pd_context = self;
+	parent = ibv_alloc_parent_domain(self->da->ctx, &pa);
+	if (!parent && errno == EOPNOTSUPP && rc_cfg.is_rxe) {
+		ibv_dealloc_pd(base);
+		SKIP(return, "rdma_rxe's provider has no parent domains");
+	}
+	ASSERT_NE(NULL, parent) {
+		TH_LOG("ibv_alloc_parent_domain: %s", strerror(errno));
+	}
+
+	/* The pair's A end and its buffer on the parent domain. */
+	pdev.pd = parent;
+	pdev.owned = 0;
+	rc_env_create(_metadata, &self->e, &pdev, self->db, NULL, 64 * 1024,
+		      RC_ACCESS_ALL, RC_ACCESS_ALL);
+	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+		.op = IBV_WR_SEND, .len = 5000, .lsge = 3, .rsge = 2,
+		.loff = 1, .roff = 3, .seed = 81, .wr_id = 0x810,
+	});
+	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+		.op = IBV_WR_RDMA_READ, .len = 3001, .lsge = 2,
+		.loff = 7, .roff = 11, .seed = 82, .wr_id = 0x820,
+	});
+
+	/* An extended CQ on the parent domain; not on a plain PD. */
+	memset(&cqa, 0, sizeof(cqa));
+	cqa.cqe = 16;
+	cqa.wc_flags = IBV_WC_STANDARD_FLAGS;
+	cqa.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+	cqa.parent_domain = parent;
+	cqx = ibv_create_cq_ex(self->da->ctx, &cqa);
+	EXPECT_NE(NULL, cqx) {
+		TH_LOG("ibv_create_cq_ex on a parent domain: %s",
+		       strerror(errno));
+	}
+	if (cqx)
+		EXPECT_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)));
+	cqa.parent_domain = base;
+	cqx = ibv_create_cq_ex(self->da->ctx, &cqa);
+	EXPECT_EQ(NULL, cqx);
+	if (cqx)
+		ibv_destroy_cq(ibv_cq_ex_to_cq(cqx));
+
+	/* Refused attributes. */
+	pa.pd = NULL;
+	EXPECT_EQ(NULL, ibv_alloc_parent_domain(self->da->ctx, &pa));
+	pa.pd = parent;
+	p2 = ibv_alloc_parent_domain(self->da->ctx, &pa);
+	EXPECT_EQ(NULL, p2);
+	if (p2)
+		ibv_dealloc_pd(p2);
+	pa.pd = base;
+	pa.td = (struct ibv_td *)parent;	/* no TD is valid here */
+	EXPECT_EQ(NULL, ibv_alloc_parent_domain(self->da->ctx, &pa));
+	pa.td = NULL;
+	pa.comp_mask |= 1u << 7;
+	EXPECT_EQ(NULL, ibv_alloc_parent_domain(self->da->ctx, &pa));
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
+	pa.free = NULL;
+	EXPECT_EQ(NULL, ibv_alloc_parent_domain(self->da->ctx, &pa));
+
+	/* The PD outlives its parent domain. */
+	EXPECT_EQ(EBUSY, ibv_dealloc_pd(base));
+	rc_env_destroy(&self->e);
+	memset(&self->e, 0, sizeof(self->e));
+	EXPECT_EQ(0, ibv_dealloc_pd(parent));
+	EXPECT_EQ(0, ibv_dealloc_pd(base));
+	/* Nothing of vrdma's is device memory: the allocators go unused. */
+	if (!rc_cfg.is_rxe)
+		EXPECT_EQ(0, pd_allocs);
+}
+
 /* ---- imported objects -------------------------------------------------- */
 
 /*

@@ -11,19 +11,20 @@
 # port that is down, a verb that started to fail with EOPNOTSUPP) fails.
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, for comparison).
-# PYVERBS_ARGS: more run_tests.py arguments, e.g. "-k test_qp -k test_mr"
-# or "--gid 1".
+# VRDMA_PYVERBS_ARGS: more run_tests.py arguments, e.g. "-k test_qp -k test_mr"
+# or "--gid 1"; VRDMA_PYVERBS_TIMEOUT, VRDMA_PYVERBS_PYTHON (VRDMA_* is what
+# scripts/vm-run carries into the VM).
 . "$(dirname "$0")/../lib/lib.sh"
 
 TYPE=${VRDMA_TEST_TYPE:-vrdma}
-PYTHON=${PYVERBS_PYTHON:-/usr/bin/python3}
+PYTHON=${VRDMA_PYVERBS_PYTHON:-/usr/bin/python3}
 SUITE=/usr/share/doc/rdma-core/tests
 NETDEV=pyv0 PEER=pyv1
 IP4=10.213.0.1 IP6=fd00:213::1
 # A guard against a hang, not a speed check: 250 s in a VM of its own on
 # an idle 2-CPU host, 420 s beside make check's other VM, several times
 # that on a loaded host (or the debug kernel, VRDMA_TEST_SLOW).
-RUN_TIMEOUT=${PYVERBS_TIMEOUT:-$((1200 * ${VRDMA_TEST_SLOW:-1}))}
+RUN_TIMEOUT=${VRDMA_PYVERBS_TIMEOUT:-$((1200 * ${VRDMA_TEST_SLOW:-1}))}
 
 # Expected skips: "TEST GLOB;REASON ERE;WHY", the first line whose glob
 # matches the test's id (without "tests.") and whose extended regex matches
@@ -123,9 +124,9 @@ t0=$SECONDS
 # shellcheck disable=SC2086
 (cd "$scratch/tests" &&
 	timeout -k 10 "$RUN_TIMEOUT" "$PYTHON" run_tests.py --dev "$DEV" -v \
-		${PYVERBS_ARGS:-}) >"$scratch/stdout" 2>"$scratch/stderr"
+		${VRDMA_PYVERBS_ARGS:-}) >"$scratch/stdout" 2>"$scratch/stderr"
 rc=$?
-echo "# run_tests.py --dev $DEV -v ${PYVERBS_ARGS:-}: exit $rc after $((SECONDS - t0)) s"
+echo "# run_tests.py --dev $DEV -v ${VRDMA_PYVERBS_ARGS:-}: exit $rc after $((SECONDS - t0)) s"
 if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 	tap_result 1 "run_tests.py finished within $RUN_TIMEOUT s"
 fi

@@ -127,7 +127,7 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	struct vrdma_create_cq_resp resp = {};
 	struct vrdma_ucontext *uc;
 	struct vrdma_queue nq, oq;
-	u32 pending, i, cons;
+	u32 pending, cons;
 	int ret;
 
 	ret = vrdma_udata_check(ibcq->device, udata, __func__);
@@ -151,11 +151,7 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		vrdma_queue_destroy(&nq);
 		return -EINVAL;
 	}
-	for (i = 0; i < pending; i++) {
-		memcpy(vrdma_queue_slot(&nq, i),
-		       vrdma_queue_slot(&cq->queue, cons + i),
-		       sizeof(struct vrdma_cqe));
-	}
+	vrdma_queue_move(&nq, &cq->queue, cons, pending);
 	nq.kidx = pending;
 	nq.ring->prod = pending;
 	oq = cq->queue;

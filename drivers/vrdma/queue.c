@@ -97,6 +97,26 @@ int vrdma_queue_respond(struct vrdma_queue *q, struct ib_udata *udata,
 }
 
 /**
+ * vrdma_queue_move() - copy entries of one ring to the start of another
+ * @dst: the new ring (a resize), of @src's entry size
+ * @src: the old ring
+ * @first: index in @src of the first entry to move
+ * @n: how many; at most @dst's size
+ *
+ * Only the entries move: the caller sets @dst's indices, which depend on
+ * who produces into it.
+ */
+void vrdma_queue_move(struct vrdma_queue *dst, struct vrdma_queue *src,
+		      u32 first, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		memcpy(vrdma_queue_slot(dst, i), vrdma_queue_slot(src, first + i),
+		       dst->entry_size);
+}
+
+/**
  * vrdma_queue_count() - entries the other side has produced for the kernel
  * @q: a work queue (user space produces, the kernel consumes)
  * @count: set to the number of entries from q->kidx on that are ready

@@ -128,7 +128,7 @@ static int vrdma_srq_resize(struct vrdma_srq *srq, struct vrdma_ucontext *uc,
 	struct vrdma_queue nq, oq = {};
 	u32 n = roundup_pow_of_two(max_wr);
 	unsigned long flags;
-	u32 count, i;
+	u32 count;
 	int ret;
 
 	ret = vrdma_queue_init(&nq, uc, n, srq->queue.entry_size, &ri);
@@ -146,11 +146,7 @@ static int vrdma_srq_resize(struct vrdma_srq *srq, struct vrdma_ucontext *uc,
 	} else if (count > n || (!limit && srq->limit > n)) {
 		ret = -EINVAL;
 	} else {
-		for (i = 0; i < count; i++)
-			memcpy(vrdma_queue_slot(&nq, i),
-			       vrdma_queue_slot(&srq->queue,
-						srq->queue.kidx + i),
-			       nq.entry_size);
+		vrdma_queue_move(&nq, &srq->queue, srq->queue.kidx, count);
 		/* prod before anyone can see the ring: nobody maps it yet. */
 		nq.ring->prod = count;
 		oq = srq->queue;

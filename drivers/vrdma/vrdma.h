@@ -828,6 +828,8 @@ static inline void *vrdma_queue_slot(struct vrdma_queue *q, u32 idx)
 	return q->buf + (size_t)(idx & q->mask) * q->entry_size;
 }
 
+void vrdma_queue_move(struct vrdma_queue *dst, struct vrdma_queue *src,
+		      u32 first, u32 n);
 void vrdma_queue_consume(struct vrdma_queue *q, u32 n);
 void vrdma_queue_produce(struct vrdma_queue *q);
 void vrdma_queue_reset(struct vrdma_queue *q);

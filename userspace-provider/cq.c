@@ -321,8 +321,9 @@ static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *cqx)
  * struct ibv_wc's, and of the creation flags only
  * IBV_CREATE_CQ_ATTR_SINGLE_THREADED, a promise we may ignore (the lock is
  * uncontended then).  A parent domain (IBV_CQ_INIT_ATTR_MASK_PD) must be one
- * of this context; the kernel's CQ knows none, its ring being the kernel's.  Every read_* function of a
- * supported field is set, whether or not wc_flags asked for it.
+ * of this context; the kernel's CQ knows none, its ring being the kernel's.
+ * Every read_* function of a supported field is set, whether or not
+ * wc_flags asked for it.
  */
 struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr)

@@ -101,20 +101,26 @@ static int read_sge(const struct rc_env *e, const struct rc_dev *d)
  * After a negative test: a new pair on the same devices moves data both
  * ways (SEND with gather/scatter and a READ). The old pair stays as it is.
  */
+/* @e moves data both ways: a SEND with gather/scatter and a READ. */
+static void pair_works(struct __test_metadata *_metadata, struct rc_env *e)
+{
+	rc_xfer(_metadata, e, &(struct rc_xfer){
+		.op = IBV_WR_SEND, .len = 5000, .lsge = 3, .rsge = 2,
+		.loff = 1, .roff = 3, .seed = 901, .wr_id = 0x900,
+	});
+	rc_xfer(_metadata, e, &(struct rc_xfer){
+		.op = IBV_WR_RDMA_READ, .len = 3001, .lsge = 2,
+		.loff = 5, .roff = 7, .seed = 902, .wr_id = 0x910,
+	});
+}
+
 static void fresh_pair_works(struct __test_metadata *_metadata,
 			     FIXTURE_DATA(rc) *self)
 {
 	struct rc_env e;
 
 	env_create(_metadata, self, &e, NULL, 64 * 1024);
-	rc_xfer(_metadata, &e, &(struct rc_xfer){
-		.op = IBV_WR_SEND, .len = 5000, .lsge = 3, .rsge = 2,
-		.loff = 1, .roff = 3, .seed = 901, .wr_id = 0x900,
-	});
-	rc_xfer(_metadata, &e, &(struct rc_xfer){
-		.op = IBV_WR_RDMA_READ, .len = 3001, .lsge = 2,
-		.loff = 5, .roff = 7, .seed = 902, .wr_id = 0x910,
-	});
+	pair_works(_metadata, &e);
 	rc_env_destroy(&e);
 }
 
@@ -199,14 +205,7 @@ TEST_F(rc, parent_domain)
 	pdev.owned = 0;
 	rc_env_create(_metadata, &self->e, &pdev, self->db, NULL, 64 * 1024,
 		      RC_ACCESS_ALL, RC_ACCESS_ALL);
-	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
-		.op = IBV_WR_SEND, .len = 5000, .lsge = 3, .rsge = 2,
-		.loff = 1, .roff = 3, .seed = 81, .wr_id = 0x810,
-	});
-	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
-		.op = IBV_WR_RDMA_READ, .len = 3001, .lsge = 2,
-		.loff = 7, .roff = 11, .seed = 82, .wr_id = 0x820,
-	});
+	pair_works(_metadata, &self->e);
 
 	/* An extended CQ on the parent domain; not on a plain PD. */
 	memset(&cqa, 0, sizeof(cqa));
@@ -297,17 +296,10 @@ TEST_F(rc, import)
 	/* Everything of A through the imported context and PD. */
 	rc_env_create(_metadata, &self->e, &imp, self->db, NULL, 64 * 1024,
 		      RC_ACCESS_ALL, RC_ACCESS_ALL);
-	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
-		.op = IBV_WR_SEND, .len = 5000, .lsge = 3, .rsge = 2,
-		.loff = 1, .roff = 3, .seed = 71, .wr_id = 0x710,
-	});
+	pair_works(_metadata, &self->e);
 	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
 		.op = IBV_WR_RDMA_WRITE, .len = 7001, .lsge = 2,
 		.loff = 5, .roff = 9, .seed = 72, .wr_id = 0x720,
-	});
-	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
-		.op = IBV_WR_RDMA_READ, .len = 3001, .lsge = 2,
-		.loff = 7, .roff = 11, .seed = 73, .wr_id = 0x730,
 	});
 
 	/* An MR of the first context, imported: same keys, B writes into it. */

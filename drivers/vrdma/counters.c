@@ -79,6 +79,7 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_WRONG_NETDEV].name	= "wrong_netdev",
 	[VRDMA_CNT_RX_QUEUE_FULL].name	= "rx_queue_full",
 	[VRDMA_CNT_RXE_FLUSH_ICRC].name	= "rxe_flush_icrc",
+	[VRDMA_CNT_TX_HELD].name	= "tx_held",
 	[VRDMA_CNT_RCVD_DROPPED].name	= "rcvd_dropped",
 };
 

@@ -191,6 +191,7 @@ static void __exit vrdma_exit(void)
 	vrdma_net_exit();
 	vrdma_parent_exit();
 	vrdma_sched_exit();
+	vrdma_txq_exit();
 	pr_info("vrdma: unloaded\n");
 }
 

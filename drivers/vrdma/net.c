@@ -593,15 +593,17 @@ static int vrdma_route6(struct net *net, struct sk_buff *skb,
 /*
  * Give a routed packet to the IP stack.  @sk, when not NULL, is the tunnel
  * socket, whose only use here is that IP does not loop multicast back to
- * us (vrdma_mcast_loop()).  Consumes @skb.
+ * us (vrdma_mcast_loop()).  Consumes @skb; counts it sent or failed.
  */
-static int vrdma_ip_out(struct net *net, struct sock *sk, struct sk_buff *skb,
-			bool ipv6)
+static int vrdma_ip_out(struct vrdma_dev *vdev, struct sock *sk,
+			struct sk_buff *skb)
 {
+	struct net *net = dev_net(vdev->ndev);
+	unsigned int len = skb->len;
 	int err;
 
 	/* skb->cb held vrdma_pkt; IP keeps its own control block there. */
-	if (!ipv6) {
+	if (skb->protocol == htons(ETH_P_IP)) {
 		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
 		err = ip_local_out(net, sk, skb);
 #if IS_ENABLED(CONFIG_IPV6)
@@ -611,12 +613,33 @@ static int vrdma_ip_out(struct net *net, struct sock *sk, struct sk_buff *skb,
 #else
 	} else {
 		kfree_skb(skb);
-		return -EAFNOSUPPORT;
+		err = -EAFNOSUPPORT;
 #endif
 	}
 	/* Congestion notification (NET_XMIT_CN) still means sent. */
 	err = net_xmit_eval(err);
-	return err > 0 ? -ENOBUFS : err;
+	if (err > 0)
+		err = -ENOBUFS;
+	if (err) {
+		vrdma_count(vdev, VRDMA_CNT_TX_ERR);
+		return err;
+	}
+	vrdma_count(vdev, VRDMA_CNT_SENT_PKTS);
+	vrdma_count_add(vdev, VRDMA_CNT_SENT_BYTES, len);
+	return 0;
+}
+
+/**
+ * vrdma_ip_send() - give a QP's routed packet to the IP stack
+ * @vdev: the sending device
+ * @skb: from vrdma_pkt_send(), routed, its IP header and ICRC in place
+ *
+ * Context: process or softirq.
+ * Return: 0 or the errno of IP (counted in tx_errors).  Consumes @skb.
+ */
+int vrdma_ip_send(struct vrdma_dev *vdev, struct sk_buff *skb)
+{
+	return vrdma_ip_out(vdev, NULL, skb);
 }
 
 /*
@@ -713,6 +736,8 @@ static struct sock *vrdma_tunnel_sk(struct vrdma_dev *vdev, bool ipv6)
  *	the UDP source port (network order).  @av->sgid_attr may be NULL;
  *	when it is a VLAN on top of our netdev, the packet leaves by it.
  *	@av->dmac is not used: the neighbour table resolves the next hop.
+ * @txq: the sending QP's transmit queue (an RC or UC QP's), which keeps
+ *	its packets in order (txq.c); NULL for a UD QP's packet
  * @skb: from vrdma_pkt_alloc() (or vrdma_pkt_alloc_hdr() with the payload
  *	in page fragments), BTH filled (vrdma_bth_init()), skb->data at the
  *	BTH.  May be a clone (a copy kept for
@@ -727,16 +752,17 @@ static struct sock *vrdma_tunnel_sk(struct vrdma_dev *vdev, bool ipv6)
  *
  * Context: process or softirq, not with hard interrupts disabled; the
  * caller may hold a mutex or spinlock.
- * Return: 0 if the packet was sent, else a negative errno (no route,
+ * Return: 0 if the packet was sent (or, for @txq, held back to be sent
+ * in order), else a negative errno (no route,
  * -EHOSTUNREACH for a local address without an active vrdma device, the
  * error of the IP stack); errors are counted in tx_errors.  The skb is
  * consumed either way.
  */
 int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
-		   struct sk_buff *skb)
+		   struct vrdma_txq *txq, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
-	unsigned int headroom, len;
+	unsigned int headroom;
 	struct net_device *local;
 	struct sock *sk;
 	struct net *net;
@@ -764,6 +790,8 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 		vrdma_push_ip6(skb, av);
 	else
 		vrdma_push_ip4(net, skb, av);
+	/* A resend may take another path than the packet was made for. */
+	skb->protocol = av->ipv6 ? htons(ETH_P_IPV6) : htons(ETH_P_IP);
 
 	local = vrdma_av_local_ndev(net, av);
 	if (local) {
@@ -790,18 +818,15 @@ int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
 	err = vrdma_put_icrc(skb);
 	if (err)
 		goto free;
-	len = skb->len;
+	/* A QP's packets keep their order (txq.c); they count themselves. */
+	if (txq)
+		return vrdma_txq_xmit(txq, skb);
 	sk = NULL;
 	if (vrdma_av_mcast(av)) {
 		vrdma_mcast_loop(vdev, av, skb);
 		sk = vrdma_tunnel_sk(vdev, av->ipv6);
 	}
-	err = vrdma_ip_out(net, sk, skb, av->ipv6);
-	if (!err) {
-		vrdma_count(vdev, VRDMA_CNT_SENT_PKTS);
-		vrdma_count_add(vdev, VRDMA_CNT_SENT_BYTES, len);
-	}
-	goto out;
+	return vrdma_ip_out(vdev, sk, skb);
 
 free:
 	kfree_skb(skb);

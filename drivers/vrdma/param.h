@@ -45,6 +45,14 @@
 #define VRDMA_RX_QUEUE_MAX	4096
 
 /*
+ * Packets a QP holds back at most while its packets sent from another CPU
+ * are in flight (txq.c); the next are dropped (tx_errors).  That wait lasts
+ * as long as a veth takes to deliver a CPU's queue or a NIC to complete a
+ * packet, while a run sends VRDMA_READ_BURST responses at most.
+ */
+#define VRDMA_TXQ_HELD_MAX	1024
+
+/*
  * Transport
  */
 

@@ -276,7 +276,11 @@ struct sk_buff *vrdma_pkt_alloc_hdr(struct vrdma_dev *vdev,
 void vrdma_bth_init(struct sk_buff *skb, u32 dest_qpn, u32 psn, bool se,
 		    bool ack_req);
 int vrdma_pkt_send(struct vrdma_dev *vdev, struct vrdma_av *av,
-		   struct sk_buff *skb);
+		   struct vrdma_txq *txq, struct sk_buff *skb);
+int vrdma_ip_send(struct vrdma_dev *vdev, struct sk_buff *skb);
+
+/* txq.c: a QP's packets leave in order, whichever CPU sends them */
+int vrdma_txq_xmit(struct vrdma_txq *q, struct sk_buff *skb);
 
 /* icrc.c */
 u32 vrdma_icrc(struct sk_buff *skb, unsigned int len);

@@ -313,6 +313,14 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ret = dst_cache_init(&qp->av.dst_cache, GFP_KERNEL);
 	if (ret)
 		goto err_count;
+	/* Only RC and UC need their packets in order. */
+	if (init->qp_type == IB_QPT_RC || init->qp_type == IB_QPT_UC) {
+		qp->txq = vrdma_txq_create(vdev);
+		if (!qp->txq) {
+			ret = -ENOMEM;
+			goto err_queues;
+		}
+	}
 	ret = vrdma_qp_alloc_queues(qp, &init->cap, uc, &resp);
 	if (ret)
 		goto err_queues;
@@ -348,6 +356,7 @@ err_xa:
 	xa_erase_irq(&vdev->qp_xa, qpn);
 err_queues:
 	vrdma_qp_free_queues(qp);
+	vrdma_txq_destroy(qp->txq);
 	dst_cache_destroy(&qp->av.dst_cache);
 err_count:
 	atomic_dec(&vdev->num_qp);
@@ -634,6 +643,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	vrdma_qp_put(qp);
 	wait_for_completion(&qp->done);
 	vrdma_sched_qp_stop(qp);
+	vrdma_txq_destroy(qp->txq);
 
 	if (qp->av.sgid_attr)
 		rdma_put_gid_attr(qp->av.sgid_attr);

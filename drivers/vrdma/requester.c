@@ -476,7 +476,7 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		qp->req.offset = 0;
 	}
 	trace_vrdma_req_pkt(qp, swqe, skb, psn, offset);
-	vrdma_pkt_send(qp->vdev, &qp->av, skb);
+	vrdma_pkt_send(qp->vdev, &qp->av, qp->txq, skb);
 	return 0;
 }
 

@@ -67,7 +67,7 @@ static void vrdma_xmit_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
 		vrdma_count(qp->vdev, VRDMA_CNT_RNR_NAK_SENT);
 	else
 		vrdma_count(qp->vdev, VRDMA_CNT_ACK_SENT);
-	vrdma_pkt_send(qp->vdev, &qp->av, skb);
+	vrdma_pkt_send(qp->vdev, &qp->av, qp->txq, skb);
 }
 
 /* Send the ACK owed, if any: it goes before any later response. */
@@ -266,7 +266,7 @@ static void vrdma_send_res_ack(struct vrdma_qp *qp,
 		atmack->orig = cpu_to_be64(res->orig);
 	}
 	vrdma_bth_init(skb, qp->attr.dest_qp_num, res->psn, false, false);
-	vrdma_pkt_send(qp->vdev, &qp->av, skb);
+	vrdma_pkt_send(qp->vdev, &qp->av, qp->txq, skb);
 }
 
 /*
@@ -794,7 +794,7 @@ bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
 		}
 		vrdma_bth_init(skb, qp->attr.dest_qp_num, resp->read_psn,
 			       false, false);
-		vrdma_pkt_send(qp->vdev, &qp->av, skb);
+		vrdma_pkt_send(qp->vdev, &qp->av, qp->txq, skb);
 		if (in_serving_softirq())
 			vrdma_count(qp->vdev, VRDMA_CNT_SOFTIRQ_READ_RESP);
 

@@ -57,7 +57,10 @@
  * it may not execute.  The responses of one READ leave from one CPU: the
  * context that started answering it finishes it (resp.read_bh for the
  * tasklet, which meanwhile reschedules itself on its own CPU), and the
- * requests behind it wait (vrdma_responder_waits()).
+ * requests behind it wait (vrdma_responder_waits()).  Whichever CPU a run
+ * is on, the packets it sends leave after those of the runs before it:
+ * while packets a run sent from one CPU are still in that CPU's queues,
+ * a run on another holds its packets back (txq.c).
  *
  * Wakeups: a packet queued while the mutex holder is draining qp->rx is
  * taken in by that holder before it lets go (qp->draining and its

@@ -108,7 +108,7 @@ int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	qp->req.cur++;
 	qp->req.offset = 0;
 	/* A lost datagram is the receiver's problem; errors are counted. */
-	vrdma_pkt_send(qp->vdev, &ah->av, skb);
+	vrdma_pkt_send(qp->vdev, &ah->av, NULL, skb);
 out:
 	vrdma_ah_put(ah);
 	return 0;

@@ -32,6 +32,7 @@
  *   opcode.c    what each BTH opcode carries
  *   icrc.c      the invariant CRC of RoCEv2 packets
  *   net.c       the UDP tunnel: sending and receiving RoCEv2 packets
+ *   txq.c       a QP's packets leave in order, whichever CPU sends them
  *   requester.c SQ WQEs become request packets
  *   responder.c request packets are checked, placed, and ACKed
  *   completer.c ACKs and read responses complete SQ WQEs
@@ -71,6 +72,8 @@
 #include "compat.h"
 #include "param.h"
 #include "transport.h"
+
+struct vrdma_txq;
 
 #define VRDMA_PORT		1
 
@@ -169,6 +172,7 @@ enum vrdma_counter {
 	VRDMA_CNT_WRONG_NETDEV,		/* dropped: not from the bound netdev */
 	VRDMA_CNT_RX_QUEUE_FULL,	/* dropped: VRDMA_RX_QUEUE_MAX queued */
 	VRDMA_CNT_RXE_FLUSH_ICRC,	/* FLUSHes with rdma_rxe's ICRC taken */
+	VRDMA_CNT_TX_HELD,	/* a QP's packets held behind its others */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -508,6 +512,8 @@ struct vrdma_ah {
  * @task_more: the same task, queued by a run that has work left, at
  *	normal priority
  * @bh: executes responses and READ requests in the softirq (vrdma_qp_bh())
+ * @txq: keeps an RC or UC QP's packets in order across CPUs (txq.c); NULL
+ *	for UD
  * @refs: lookups from the receive path hold a reference
  * @done: completed when @refs drops to zero
  * @debugfs: its file, showing the rings (debugfs.c)
@@ -548,6 +554,7 @@ struct vrdma_qp {
 	struct work_struct task;	/* woken by an event: high priority */
 	struct work_struct task_more;	/* a run that has more: normal */
 	struct tasklet_struct bh;	/* responses, READs: vrdma_qp_bh() */
+	struct vrdma_txq *txq;
 	refcount_t refs;
 	struct completion done;
 	struct dentry *debugfs;
@@ -861,6 +868,11 @@ void vrdma_qp_put(struct vrdma_qp *qp);
 void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event);
 void vrdma_qp_sq_error(struct vrdma_qp *qp);
 bool vrdma_qp_receives(struct vrdma_qp *qp);
+
+/* txq.c */
+struct vrdma_txq *vrdma_txq_create(struct vrdma_dev *vdev);
+void vrdma_txq_destroy(struct vrdma_txq *q);
+void vrdma_txq_exit(void);
 
 /* sched.c */
 int vrdma_sched_init(void);

@@ -5,11 +5,12 @@
  * a second vrdma device's), so that every packet really crosses it.
  *
  * Include it once per test program, after defining NS, NETDEV0 (here),
- * NETDEV1 (in NS), IP0, IP1, MAC0 and MAC1.  The program defines
- * suite_setup(), which calls ns_suite_env() and ns_veth_setup() before
- * adding its devices, and suite_teardown(), which removes what it made
- * (NETDEV0 and NS included) while set_up is true; main() is
- * ns_suite_main().
+ * NETDEV1 (in NS), IP0, IP1, MAC0 and MAC1, and optionally NS_QUEUES (the
+ * veth's transmit and receive queues per end, "1" by default).  The
+ * program defines suite_setup(), which calls ns_suite_env() and
+ * ns_veth_setup() before adding its devices, and suite_teardown(), which
+ * removes what it made (NETDEV0 and NS included) while set_up is true;
+ * main() is ns_suite_main().
  */
 #ifndef NS_SUITE_H
 #define NS_SUITE_H
@@ -19,6 +20,11 @@
 
 #include "ko_lib.h"
 #include "rc_lib.h"
+
+#ifndef NS_QUEUES
+#define NS_QUEUES	"1"
+#endif
+#define NS_QARGS	" numtxqueues " NS_QUEUES " numrxqueues " NS_QUEUES
 
 struct rc_config rc_cfg;
 
@@ -80,8 +86,9 @@ static void ns_veth_setup(void)
 	suite_teardown();
 	set_up = 1;
 	if (rc_sh("ip netns add " NS " && ip -batch - <<EOF\n"
-		  "link add " NETDEV0 " address " MAC0 " type veth peer name "
-		  NETDEV1 " address " MAC1 " netns " NS "\n"
+		  "link add " NETDEV0 " address " MAC0 NS_QARGS " type veth "
+		  "peer name " NETDEV1 " address " MAC1 NS_QARGS " netns " NS
+		  "\n"
 		  "addr add " IP0 "/24 dev " NETDEV0 "\n"
 		  "link set " NETDEV0 " up\n"
 		  "EOF\n"

@@ -58,6 +58,10 @@
  *                       posted ring no doorbell and wait; the next ACK
  *                       sends them, from the receive softirq; once all
  *                       are ACKed, a post rings again
+ *   cpu_queues          a SEND posted on CPU 0 waits in that CPU's
+ *                       (plugged) transmit queue; the next, posted on
+ *                       CPU 1, waits for it instead of overtaking it
+ *                       through CPU 1's queue
  *   becomes_local       the peer's address, once added to our own netdev,
  *                       is local: the resend of a SEND is delivered inside
  *                       the host (to no QP there), and goes to the wire
@@ -109,6 +113,7 @@
 #define DEV0		(rc_cfg.name[0])	/* vrdmawt0 or rxewt0 */
 #define PEER_QPN	0x4242
 #define MTU		1024	/* the path MTU of a 1500 byte netdev */
+#define NS_QUEUES	"2"	/* one per CPU for cpu_queues */
 
 #include "ns_suite.h"
 #include "wire_lib.h"
@@ -390,6 +395,7 @@ FIXTURE(wire) {
 	long long icrc_errors;
 	bool slotted;	/* the fake peer's sends go out in bursts */
 	bool mtu_changed;	/* NETDEV0's MTU is to be restored */
+	bool plugged;	/* NETDEV0 has a qdisc to remove */
 };
 
 FIXTURE_SETUP(wire)
@@ -409,6 +415,9 @@ FIXTURE_TEARDOWN(wire)
 	EXPECT_EQ(self->icrc_errors, counter("icrc_errors"));
 	if (self->slotted)
 		rc_sh("tc -n " NS " qdisc del dev " NETDEV1 " root");
+	/* Before the QP goes: the plugged packet is let go. */
+	if (self->plugged)
+		rc_sh("tc qdisc del dev " NETDEV0 " root");
 	if (self->mtu_changed)
 		rc_sh("ip link set " NETDEV0 " mtu 1500");
 	rc_buf_free(&self->b);
@@ -1394,6 +1403,73 @@ TEST_F(wire, answer_due)
 		.msn = i + 1,
 	}));
 	expect_send_wc(_metadata, self, i, IBV_WC_SUCCESS, IBV_WC_SEND);
+	EXPECT_QUIET("all ACKed");
+}
+
+static void run_on(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/*
+ * A QP's packets leave in PSN order when its runs move between CPUs, also
+ * where each CPU sends through a transmit queue of its own (a multi-queue
+ * NIC with XPS) and one queue is slower than the other.  NETDEV0 has two,
+ * CPU 0 sending through the first and CPU 1 through the second, and the
+ * first is plugged (sch_plug): a SEND posted on CPU 0, sent by its
+ * doorbell there, waits in it.  A SEND posted next on CPU 1 must wait for
+ * it (txq.c), not overtake it through the second queue; once the plug is
+ * released, both reach the peer in order.
+ */
+TEST_F_TIMEOUT(wire, cpu_queues, 60)
+{
+	struct peer_opts po = { .sq_psn = 0x700, .rq_psn = 0x100,
+				.timeout = 24 };	/* 68 s: no resend */
+	long long held = counter("tx_held");
+	struct rx r[2];
+	cpu_set_t all;
+	int i, n;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "one CPU: one transmit queue in use");
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(all), &all));
+	self->plugged = true;
+	ASSERT_EQ(0, rc_sh("cd /sys/class/net/" NETDEV0 "/queues && "
+			   "echo 1 > tx-0/xps_cpus && echo 2 > tx-1/xps_cpus && "
+			   "tc qdisc add dev " NETDEV0 " root handle 1: mq && "
+			   "tc qdisc add dev " NETDEV0 " parent 1:1 plug"));
+	peer_connect(_metadata, self, &po);
+	for (i = 0; i < 2; i++) {
+		run_on(i);
+		ASSERT_EQ(0, rc_post_send(&self->q, i, IBV_WR_SEND, &self->b,
+					  i * 1000, 1000, IBV_SEND_SIGNALED,
+					  0, 0));
+		usleep(100 * 1000);
+	}
+	sched_setaffinity(0, sizeof(all), &all);
+	ASSERT_EQ(0, rc_sh("tc qdisc change dev " NETDEV0
+			   " parent 1:1 plug release_indefinite"));
+	for (n = 0; n < 2 && peer_recv(&r[n], 2000 * rc_cfg.slow); n++)
+		TH_LOG("%s PSN %#x", op_name(r[n].op), r[n].psn);
+	ASSERT_EQ(2, n);
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(OP_SEND_ONLY, r[i].op);
+		EXPECT_EQ(po.sq_psn + i, r[i].psn) {
+			TH_LOG("the SEND posted on CPU 1 overtook the one "
+			       "posted on CPU 0");
+		}
+	}
+	ASSERT_EQ(0, peer_send(&(struct tx){
+		.op = OP_ACK, .psn = po.sq_psn + 1, .syn = SYN_ACK, .msn = 2,
+	}));
+	for (i = 0; i < 2; i++)
+		expect_send_wc(_metadata, self, i, IBV_WC_SUCCESS,
+			       IBV_WC_SEND);
+	EXPECT_COUNTER(1, "tx_held", held);
 	EXPECT_QUIET("all ACKed");
 }
 

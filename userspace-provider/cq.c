@@ -10,6 +10,10 @@
  * An extended CQ (ibv_create_cq_ex) is the same CQ in the kernel, created
  * by the same command; it differs only in how the process polls it, and
  * plain poll_cq works on it too.
+ *
+ * A CQE's qp_num is handed on as it is, never looked up: an XRC SRQ's
+ * receive completions name the target QP that took the message, which
+ * may be another process's, or one this process only opened.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -10,6 +10,13 @@
  * except in ERR.  An extended QP's ibv_wr_* API (wr.c) writes the SQ the
  * same way, in batches.  Creating, modifying and destroying a QP go
  * through uverbs.
+ *
+ * XRC: an initiator QP (IBV_QPT_XRC_SEND) is an SQ without an RQ, whose
+ * WQEs name the SRQ at the target that takes them.  A target QP
+ * (IBV_QPT_XRC_RECV) has no ring at all: its messages go to the XRC SRQs
+ * they name and complete on those SRQs' CQs, so nothing is posted to it;
+ * ib_core makes it in an XRC domain, other processes of the domain open
+ * it by number (ibv_open_qp), and each may modify or destroy its handle.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -34,6 +41,7 @@ static int vrdma_qp_setup_rings(struct vrdma_context *ctx,
 				const struct vrdma_create_qp_resp *resp)
 {
 	const struct ibv_qp_cap *cap = &attr->cap;
+	bool rq = !attr->srq && attr->qp_type != IBV_QPT_XRC_SEND;
 	int ret;
 
 	/* a kernel that did not write its answer leaves qpn 0 */
@@ -53,9 +61,10 @@ static int vrdma_qp_setup_rings(struct vrdma_context *ctx,
 			     cap->max_inline_data);
 	if (ret)
 		return ret;
-	if (attr->srq) {
+	if (!rq) {
 		if (resp->rq.num_entries) {
-			vrdma_err(&ctx->ibv_ctx, "an RQ ring with an SRQ\n");
+			vrdma_err(&ctx->ibv_ctx,
+				  "an RQ ring on a QP without RQ\n");
 			return EPROTO;
 		}
 	} else {
@@ -70,7 +79,8 @@ static int vrdma_qp_setup_rings(struct vrdma_context *ctx,
 	qp->sq.limits.max_inline = cap->max_inline_data;
 	qp->sq.limits.sig_all = attr->sq_sig_all ? VRDMA_SEND_SIGNALED : 0;
 	qp->sq.limits.ud = attr->qp_type == IBV_QPT_UD;
-	qp->rq.max_sge = attr->srq ? 0 : cap->max_recv_sge;
+	qp->sq.limits.xrc = attr->qp_type == IBV_QPT_XRC_SEND;
+	qp->rq.max_sge = rq ? cap->max_recv_sge : 0;
 
 	if (resp->sq.num_entries) {
 		ret = vrdma_map_ring(ctx, &qp->sq.ring, &resp->sq,
@@ -78,7 +88,7 @@ static int vrdma_qp_setup_rings(struct vrdma_context *ctx,
 		if (ret)
 			return ret;
 	}
-	if (!attr->srq && resp->rq.num_entries) {
+	if (rq && resp->rq.num_entries) {
 		ret = vrdma_map_ring(ctx, &qp->rq.ring, &resp->rq,
 				     VRDMA_RECV_WQE_HDR_SIZE, true);
 		if (ret) {
@@ -89,16 +99,8 @@ static int vrdma_qp_setup_rings(struct vrdma_context *ctx,
 	return 0;
 }
 
-/*
- * Both create verbs end here, with comp_mask IBV_QP_INIT_ATTR_PD; on
- * success attr->cap holds what the kernel granted.
- */
-static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *context,
-					     struct ibv_qp_init_attr_ex *attr)
+static struct vrdma_qp *vrdma_qp_alloc(void)
 {
-	struct vrdma_context *ctx = to_vctx(context);
-	struct vrdma_cmd_create_qp_resp resp = {};
-	struct vrdma_cmd_create_qp cmd = {};
 	struct vrdma_qp *qp;
 	int ret;
 
@@ -111,25 +113,96 @@ static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *context,
 	ret = pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	if (ret)
 		goto err_sq_lock;
+	return qp;
 
-	ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd,
-				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
-	if (ret)
-		goto err_rq_lock;
-
-	ret = vrdma_qp_setup_rings(ctx, qp, attr, &resp.drv_payload);
-	if (ret)
-		goto err_destroy;
-	return &qp->vqp.qp;
-
-err_destroy:
-	ibv_cmd_destroy_qp(&qp->vqp.qp);
-err_rq_lock:
-	pthread_spin_destroy(&qp->rq.lock);
 err_sq_lock:
 	pthread_spin_destroy(&qp->sq.lock);
 err_free:
 	free(qp);
+	errno = ret;
+	return NULL;
+}
+
+static void vrdma_qp_free(struct vrdma_qp *qp)
+{
+	pthread_spin_destroy(&qp->rq.lock);
+	pthread_spin_destroy(&qp->sq.lock);
+	free(qp);
+}
+
+/*
+ * What an XRC QP is made with.  ib_core makes a target QP in an XRC domain
+ * alone, with no PD, CQ or SRQ, and libibverbs records in the ibv_qp those
+ * attr holds: none, so that nothing takes them for the QP's.  An initiator
+ * receives nothing: no SRQ, no receive CQ.  Returns 0 or EINVAL.
+ */
+static int vrdma_qp_xrc_attr(struct ibv_qp_init_attr_ex *attr)
+{
+	switch (attr->qp_type) {
+	case IBV_QPT_XRC_RECV:
+		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)
+			return EINVAL;
+		attr->pd = NULL;
+		attr->send_cq = NULL;
+		attr->recv_cq = NULL;
+		attr->srq = NULL;
+		return 0;
+	case IBV_QPT_XRC_SEND:
+		if (attr->srq)
+			return EINVAL;
+		attr->recv_cq = NULL;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Both create verbs end here, with comp_mask IBV_QP_INIT_ATTR_PD, or
+ * IBV_QP_INIT_ATTR_XRCD for an XRC target QP; on success attr->cap holds
+ * what the kernel granted.
+ */
+static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *context,
+					     struct ibv_qp_init_attr_ex *attr)
+{
+	struct vrdma_context *ctx = to_vctx(context);
+	bool target = attr->qp_type == IBV_QPT_XRC_RECV;
+	struct vrdma_cmd_create_qp_resp resp = {};
+	struct vrdma_cmd_create_qp cmd = {};
+	struct vrdma_qp *qp;
+	int ret;
+
+	ret = vrdma_qp_xrc_attr(attr);
+	if (ret) {
+		errno = ret;
+		return NULL;
+	}
+	qp = vrdma_qp_alloc();
+	if (!qp)
+		return NULL;
+
+	/*
+	 * ib_core gives the driver no udata for an XRC target QP, which has
+	 * no rings to describe: no room for an answer that never comes.
+	 */
+	ret = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp,
+				   target ? sizeof(resp.ibv_resp) :
+					    sizeof(resp));
+	if (ret)
+		goto err_free;
+
+	if (!target) {
+		ret = vrdma_qp_setup_rings(ctx, qp, attr, &resp.drv_payload);
+		if (ret)
+			goto err_destroy;
+	}
+	return &qp->vqp.qp;
+
+err_destroy:
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+err_free:
+	vrdma_qp_free(qp);
 	errno = ret;
 	return NULL;
 }
@@ -159,21 +232,23 @@ struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 /*
  * ibv_create_qp_ex() with only a PD calls create_qp; this one sees the
  * rest, and takes what create_qp can express, a PD and no creation flags,
- * plus the ibv_wr_* API (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS), which is the
+ * an XRC domain for an XRC target QP (which needs one, and no PD), plus
+ * the ibv_wr_* API (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS), which is the
  * provider's alone: the kernel sees the same QP either way.
  */
 struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 				  struct ibv_qp_init_attr_ex *attr)
 {
-	const uint32_t known = IBV_QP_INIT_ATTR_PD |
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
 			       IBV_QP_INIT_ATTR_CREATE_FLAGS |
 			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	bool wr_api = attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	struct ibv_qp_init_attr_ex attr_pd;
+	bool target = attr->qp_type == IBV_QPT_XRC_RECV;
+	struct ibv_qp_init_attr_ex attr_k;
 	struct ibv_qp *qp;
 	int ret;
 
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) ||
+	if ((!target && !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) ||
 	    (attr->comp_mask & ~known) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 	     attr->create_flags)) {
@@ -189,15 +264,60 @@ struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 		}
 	}
 
-	attr_pd = *attr;
-	attr_pd.comp_mask = IBV_QP_INIT_ATTR_PD;
-	qp = vrdma_create_qp_common(context, &attr_pd);
+	/* an XRC domain means something to a target QP only */
+	attr_k = *attr;
+	attr_k.comp_mask = attr->comp_mask & (target ? IBV_QP_INIT_ATTR_XRCD :
+						       IBV_QP_INIT_ATTR_PD);
+	qp = vrdma_create_qp_common(context, &attr_k);
 	if (!qp)
 		return NULL;
-	attr->cap = attr_pd.cap;
+	attr->cap = attr_k.cap;
 	if (wr_api)
 		vrdma_qp_init_wr(to_vqp(qp), attr->send_ops_flags);
 	return qp;
+}
+
+/*
+ * ibv_open_qp(): this context's handle on an XRC target QP that another
+ * context, maybe another process's, created in an XRC domain this one has
+ * open.  It has no rings, and libibverbs records no PD, CQ or SRQ for it;
+ * it can be modified, queried and destroyed (the handle; the QP goes with
+ * the last one).  ibv_cmd_open_qp() wants the XRCD, the number and the
+ * type.
+ */
+struct ibv_qp *vrdma_open_qp(struct ibv_context *context,
+			     struct ibv_qp_open_attr *attr)
+{
+	const uint32_t known = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			       IBV_QP_OPEN_ATTR_CONTEXT |
+			       IBV_QP_OPEN_ATTR_TYPE;
+	struct ib_uverbs_create_qp_resp resp = {};
+	struct ibv_open_qp cmd = {};
+	struct vrdma_qp *qp;
+	int ret;
+
+	if (attr->comp_mask & ~known) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	/* only a target QP can be opened (and only one has a domain) */
+	if ((attr->comp_mask & IBV_QP_OPEN_ATTR_TYPE) &&
+	    attr->qp_type != IBV_QPT_XRC_RECV) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = vrdma_qp_alloc();
+	if (!qp)
+		return NULL;
+
+	ret = ibv_cmd_open_qp(context, &qp->vqp, sizeof(qp->vqp), attr, &cmd,
+			      sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		vrdma_qp_free(qp);
+		errno = ret;
+		return NULL;
+	}
+	return &qp->vqp.qp;
 }
 
 int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
@@ -242,6 +362,13 @@ int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 	if (ret || !(attr_mask & IBV_QP_STATE) ||
 	    attr->qp_state != IBV_QPS_RESET)
 		return ret;
+	/*
+	 * An XRC target QP's (created or opened) stay: they are receives of
+	 * the XRC SRQs its messages named, on those SRQs' CQs, each of which
+	 * took one of their WQEs, whatever becomes of the QP.
+	 */
+	if (qp->qp_type == IBV_QPT_XRC_RECV)
+		return 0;
 	vrdma_cq_clean(qp->send_cq, qp->qp_num);
 	if (qp->recv_cq != qp->send_cq)
 		vrdma_cq_clean(qp->recv_cq, qp->qp_num);
@@ -257,10 +384,9 @@ int vrdma_destroy_qp(struct ibv_qp *ibqp)
 	if (ret)
 		return ret;
 
+	/* nothing is mapped for an XRC target QP, created or opened */
 	vrdma_qp_unmap_rings(qp);
-	pthread_spin_destroy(&qp->rq.lock);
-	pthread_spin_destroy(&qp->sq.lock);
-	free(qp);
+	vrdma_qp_free(qp);
 	return 0;
 }
 
@@ -339,6 +465,7 @@ int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t start, posted;
 	int ret, db;
 
+	/* no SQ: an XRC target QP, created or opened */
 	if (!qp->sq.ring.hdr || !vrdma_qp_sq_ready(ibqp)) {
 		*bad_wr = wr;
 		return EINVAL;
@@ -410,7 +537,11 @@ int vrdma_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	uint32_t posted;
 	int ret, db;
 
-	if (!vrdma_qp_rq_ready(ibqp)) {
+	/*
+	 * No RQ: a QP on an SRQ, an XRC initiator or target QP.  (A QP's RQ
+	 * ring, unlike an SRQ's, never changes: no lock to look.)
+	 */
+	if (!qp->rq.ring.hdr || !vrdma_qp_rq_ready(ibqp)) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

@@ -256,6 +256,7 @@ struct vrdma_sq_limits {
 	uint32_t max_inline;
 	uint16_t sig_all;	/* VRDMA_SEND_SIGNALED with sq_sig_all, or 0 */
 	bool ud;
+	bool xrc;		/* an XRC initiator: WQEs name the target SRQ */
 };
 
 /*
@@ -335,6 +336,18 @@ static inline void vrdma_wqe_set_flush(struct vrdma_send_wqe *wqe,
 	wqe->flush.length = length;
 	wqe->flush.type = type;
 	wqe->flush.level = level;
+}
+
+/*
+ * The XRC SRQ at the target that takes the message (ibv_send_wr's
+ * qp_type.xrc.remote_srqn, ibv_wr_set_xrc_srqn()).  Passed on as it is:
+ * the kernel completes a WQE whose number does not fit the XRCETH's 24 bits
+ * with an error, as it does any other it cannot send.
+ */
+static inline void vrdma_wqe_set_xrc(struct vrdma_send_wqe *wqe,
+				     uint32_t remote_srqn)
+{
+	wqe->xrc_remote_srqn = remote_srqn;
 }
 
 static inline void vrdma_wqe_set_ud(struct vrdma_send_wqe *wqe, uint32_t ah,
@@ -450,6 +463,8 @@ static inline int vrdma_build_send_wqe(struct vrdma_send_wqe *wqe,
 		break;
 	}
 
+	if (lim->xrc)
+		vrdma_wqe_set_xrc(wqe, wr->qp_type.xrc.remote_srqn);
 	if (lim->ud) {
 		vrdma_wqe_set_ud(wqe, vrdma_ah_num(wr->wr.ud.ah),
 				 wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);

@@ -6,19 +6,19 @@
  * works like a QP's RQ (post_srq_recv writes the ring, no system call).  A
  * kernel without SRQ support fails create with EOPNOTSUPP, which is what
  * ibv_create_srq() then reports.
+ *
+ * An XRC SRQ (ibv_create_srq_ex, IBV_SRQT_XRC) is the same ring, in an XRC
+ * domain: it takes the messages that XRC initiators send to any target QP
+ * of the domain naming its number (ibv_get_srq_num), and completes them on
+ * its own CQ.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "vrdma.h"
 
-struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,
-				 struct ibv_srq_init_attr *attr)
+static struct vrdma_srq *vrdma_srq_alloc(void)
 {
-	struct vrdma_context *ctx = to_vctx(pd->context);
-	struct vrdma_cmd_create_srq_resp resp = {};
-	struct vrdma_cmd_create_srq cmd = {};
-	const struct vrdma_ring_info *info;
 	struct vrdma_srq *srq;
 	int ret;
 
@@ -26,18 +26,34 @@ struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,
 	if (!srq)
 		return NULL;
 	ret = pthread_spin_init(&srq->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	if (ret) {
+		free(srq);
+		errno = ret;
+		return NULL;
+	}
+	return srq;
+}
+
+static void vrdma_srq_free(struct vrdma_srq *srq)
+{
+	pthread_spin_destroy(&srq->rq.lock);
+	free(srq);
+}
+
+/*
+ * The end of either create: @ret is the command's result, @granted what
+ * the kernel granted.  Maps the ring of the SRQ the kernel has created,
+ * destroying it if that fails; on any failure frees @srq and sets errno.
+ */
+static struct ibv_srq *vrdma_srq_created(struct vrdma_context *ctx,
+					 struct vrdma_srq *srq, int ret,
+					 const struct ibv_srq_attr *granted,
+					 const struct vrdma_ring_info *info)
+{
 	if (ret)
 		goto err_free;
-
-	ret = ibv_cmd_create_srq(pd, &srq->ibv_srq, attr, &cmd.ibv_cmd,
-				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
-	if (ret)
-		goto err_lock;
-
-	/* attr->attr now holds what the kernel granted */
-	info = &resp.drv_payload.rq;
 	ret = vrdma_check_wq(ctx, "SRQ", info, VRDMA_RECV_WQE_HDR_SIZE,
-			     attr->attr.max_wr, attr->attr.max_sge, 0);
+			     granted->max_wr, granted->max_sge, 0);
 	if (ret)
 		goto err_destroy;
 	if (!info->num_entries) {
@@ -49,17 +65,107 @@ struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,
 			     true);
 	if (ret)
 		goto err_destroy;
-	srq->rq.max_sge = attr->attr.max_sge;
-	return &srq->ibv_srq;
+	srq->rq.max_sge = granted->max_sge;
+	return &srq->vsrq.srq;
 
 err_destroy:
-	ibv_cmd_destroy_srq(&srq->ibv_srq);
-err_lock:
-	pthread_spin_destroy(&srq->rq.lock);
+	ibv_cmd_destroy_srq(&srq->vsrq.srq);
 err_free:
-	free(srq);
+	vrdma_srq_free(srq);
 	errno = ret;
 	return NULL;
+}
+
+struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,
+				 struct ibv_srq_init_attr *attr)
+{
+	struct vrdma_cmd_create_srq_resp resp = {};
+	struct vrdma_cmd_create_srq cmd = {};
+	struct vrdma_srq *srq;
+	int ret;
+
+	srq = vrdma_srq_alloc();
+	if (!srq)
+		return NULL;
+
+	ret = ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
+				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	return vrdma_srq_created(to_vctx(pd->context), srq, ret, &attr->attr,
+				 &resp.drv_payload.rq);
+}
+
+/*
+ * ibv_create_srq_ex() of anything but a basic SRQ with a PD only (which
+ * goes to create_srq): a basic SRQ, or an XRC one in attr->xrcd completing
+ * on attr->cq.  No tag matching (IBV_SRQT_TM): EOPNOTSUPP.
+ */
+struct ibv_srq *vrdma_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	struct vrdma_context *ctx = to_vctx(context);
+	struct vrdma_cmd_create_xsrq_resp resp = {};
+	struct vrdma_cmd_create_xsrq cmd = {};
+	enum ibv_srq_type type = IBV_SRQT_BASIC;
+	struct vrdma_srq *srq;
+	uint32_t srqn;
+	int ret;
+
+	if (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE)
+		type = attr->srq_type;
+	if ((attr->comp_mask & ~known) ||
+	    (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ||
+	    (type == IBV_SRQT_XRC &&
+	     (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
+	      !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->xrcd ||
+	      !attr->cq))) {
+		errno = EINVAL;
+		return NULL;
+	}
+
+	srq = vrdma_srq_alloc();
+	if (!srq)
+		return NULL;
+
+	ret = ibv_cmd_create_srq_ex(context, &srq->vsrq, attr, &cmd.ibv_cmd,
+				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (!ret && type == IBV_SRQT_XRC) {
+		/*
+		 * Initiators put the number in a 24-bit field of every
+		 * request, and 0 is none: one that does not fit, or that
+		 * the driver data and uverbs do not agree on, is a kernel
+		 * bug, better found here than by a peer's NAK.
+		 */
+		srqn = resp.drv_payload.srqn;
+		if (!srqn || srqn >= 1U << 24 || srqn != srq->vsrq.srq_num) {
+			vrdma_err(&ctx->ibv_ctx,
+				  "XRC SRQ number %u, uverbs says %u\n", srqn,
+				  srq->vsrq.srq_num);
+			ibv_cmd_destroy_srq(&srq->vsrq.srq);
+			ret = EPROTO;
+		}
+	}
+	/* what ibv_create_srq() sets after create_srq, and _ex does not */
+	srq->vsrq.srq.srq_context = attr->srq_context;
+	srq->vsrq.srq.pd = attr->pd;
+	return vrdma_srq_created(ctx, srq, ret, &attr->attr,
+				 &resp.drv_payload.rq);
+}
+
+/* Only an XRC SRQ has a number: nothing names a basic one. */
+int vrdma_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct vrdma_srq *srq = to_vsrq(ibsrq);
+
+	if (srq->vsrq.srq_type != IBV_SRQT_XRC)
+		return EINVAL;
+	*srq_num = srq->vsrq.srq_num;
+	return 0;
 }
 
 /*
@@ -135,8 +241,7 @@ int vrdma_destroy_srq(struct ibv_srq *ibsrq)
 		return ret;
 
 	vrdma_unmap_ring(&srq->rq.ring);
-	pthread_spin_destroy(&srq->rq.lock);
-	free(srq);
+	vrdma_srq_free(srq);
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR Linux-OpenIB)
 /*
- * Device and port queries, protection domains, memory regions, address
- * handles.
+ * Device and port queries, protection domains, XRC domains, memory
+ * regions, address handles.
  *
  * All of these go straight to the kernel through libibverbs' command
  * helpers; vrdma defines no driver data for them.  The helpers return 0 or
@@ -133,6 +133,48 @@ int vrdma_dealloc_pd(struct ibv_pd *ibpd)
 		return ret;
 
 	free(to_vpd(ibpd));
+	return 0;
+}
+
+/*
+ * XRC domains are the kernel's alone: ib_core finds the one already open
+ * on attr's file, or makes one (O_CREAT), and keeps it until its last
+ * user, in any process, closes it.  User space holds its handle.
+ * ibv_cmd_open_xrcd() refuses unknown comp_mask bits (EOPNOTSUPP) and
+ * wants both the fd and the oflags (EINVAL).
+ */
+struct ibv_xrcd *vrdma_open_xrcd(struct ibv_context *context,
+				 struct ibv_xrcd_init_attr *attr)
+{
+	struct ib_uverbs_open_xrcd_resp resp = {};
+	struct ibv_open_xrcd cmd = {};
+	struct verbs_xrcd *xrcd;
+	int ret;
+
+	xrcd = calloc(1, sizeof(*xrcd));
+	if (!xrcd)
+		return NULL;
+
+	ret = ibv_cmd_open_xrcd(context, xrcd, sizeof(*xrcd), attr, &cmd,
+				sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		free(xrcd);
+		errno = ret;
+		return NULL;
+	}
+	return &xrcd->xrcd;
+}
+
+int vrdma_close_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	struct verbs_xrcd *xrcd = to_vxrcd(ibxrcd);
+	int ret;
+
+	ret = ibv_cmd_close_xrcd(xrcd);
+	if (ret)
+		return ret;
+
+	free(xrcd);
 	return 0;
 }
 

@@ -11,8 +11,9 @@
  * (tag v44.0, commit 91392a91eb41affee3bd75dc7d03eb86b4854aea):
  *
  *   libibverbs/driver.h    verbs_device_ops, verbs_device, verbs_match_ent,
- *                          verbs_context_ops, verbs_mr, verbs_qp, verbs_cq,
- *                          the verbs_* and ibv_cmd_* prototypes
+ *                          verbs_context_ops, verbs_mr, verbs_xrcd,
+ *                          verbs_srq, verbs_qp, verbs_cq, the verbs_* and
+ *                          ibv_cmd_* prototypes
  *   libibverbs/kern-abi.h  the ibv_<cmd> command structs (DECLARE_CMD)
  *   ccan/list.h            struct list_node (two pointers)
  *
@@ -162,7 +163,31 @@ verbs_get_device(const struct ibv_device *dev)
 /* ------------------------------------------------------------------------
  * Objects that embed a public verbs object.
  */
-struct verbs_xrcd;
+
+/* verbs_xrcd.comp_mask: ibv_cmd_open_xrcd() sets VERBS_XRCD_HANDLE */
+enum verbs_xrcd_mask {
+	VERBS_XRCD_HANDLE = 1 << 0,
+	VERBS_XRCD_RESERVED = 1 << 1,
+};
+
+/* An XRC domain; libibverbs fills it at open_xrcd, the handle included. */
+struct verbs_xrcd {
+	struct ibv_xrcd xrcd;
+	uint32_t comp_mask;
+	uint32_t handle;
+};
+
+/*
+ * An SRQ made by ibv_cmd_create_srq_ex(), which fills srq_type, xrcd and
+ * srq_num (the uverbs response's srqn) for an XRC SRQ, and cq.
+ */
+struct verbs_srq {
+	struct ibv_srq srq;
+	enum ibv_srq_type srq_type;
+	struct verbs_xrcd *xrcd;
+	struct ibv_cq *cq;
+	uint32_t srq_num;
+};
 
 enum ibv_mr_type {
 	IBV_MR_TYPE_MR,
@@ -409,9 +434,12 @@ VRDMA_DECLARE_CMD(ibv_create_ah, ib_uverbs_create_ah);
 VRDMA_DECLARE_CMD(ibv_create_cq, ib_uverbs_create_cq);
 VRDMA_DECLARE_CMD(ibv_create_qp, ib_uverbs_create_qp);
 VRDMA_DECLARE_CMD(ibv_create_srq, ib_uverbs_create_srq);
+VRDMA_DECLARE_CMD(ibv_create_xsrq, ib_uverbs_create_xsrq);
 VRDMA_DECLARE_CMD(ibv_get_context, ib_uverbs_get_context);
 VRDMA_DECLARE_CMD(ibv_modify_qp, ib_uverbs_modify_qp);
 VRDMA_DECLARE_CMD(ibv_modify_srq, ib_uverbs_modify_srq);
+VRDMA_DECLARE_CMD(ibv_open_qp, ib_uverbs_open_qp);
+VRDMA_DECLARE_CMD(ibv_open_xrcd, ib_uverbs_open_xrcd);
 VRDMA_DECLARE_CMD(ibv_query_port, ib_uverbs_query_port);
 VRDMA_DECLARE_CMD(ibv_query_qp, ib_uverbs_query_qp);
 VRDMA_DECLARE_CMD(ibv_query_srq, ib_uverbs_query_srq);
@@ -471,6 +499,15 @@ int ibv_cmd_alloc_pd(struct ibv_context *context, struct ibv_pd *pd,
 		     struct ibv_alloc_pd *cmd, size_t cmd_size,
 		     struct ib_uverbs_alloc_pd_resp *resp, size_t resp_size);
 int ibv_cmd_dealloc_pd(struct ibv_pd *pd);
+/*
+ * OPEN_XRCD with attr's fd and oflags (both required: EINVAL); fills xrcd,
+ * of vxrcd_size bytes, and its handle.
+ */
+int ibv_cmd_open_xrcd(struct ibv_context *context, struct verbs_xrcd *xrcd,
+		      int vxrcd_size, struct ibv_xrcd_init_attr *attr,
+		      struct ibv_open_xrcd *cmd, size_t cmd_size,
+		      struct ib_uverbs_open_xrcd_resp *resp, size_t resp_size);
+int ibv_cmd_close_xrcd(struct verbs_xrcd *xrcd);
 
 int ibv_cmd_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		   uint64_t hca_va, int access, struct verbs_mr *vmr,
@@ -523,6 +560,17 @@ int ibv_cmd_create_srq(struct ibv_pd *pd, struct ibv_srq *srq,
 		       struct ibv_create_srq *cmd, size_t cmd_size,
 		       struct ib_uverbs_create_srq_resp *resp,
 		       size_t resp_size);
+/*
+ * CREATE_SRQ of any type (attr_ex->pd required; an XRC SRQ needs xrcd and
+ * cq); the driver request follows struct ibv_create_xsrq.  On success
+ * attr_ex->attr holds what the kernel granted, and srq its type, XRCD, CQ
+ * and number.
+ */
+int ibv_cmd_create_srq_ex(struct ibv_context *context, struct verbs_srq *srq,
+			  struct ibv_srq_init_attr_ex *attr_ex,
+			  struct ibv_create_xsrq *cmd, size_t cmd_size,
+			  struct ib_uverbs_create_srq_resp *resp,
+			  size_t resp_size);
 int ibv_cmd_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
 		       int srq_attr_mask, struct ibv_modify_srq *cmd,
 		       size_t cmd_size);
@@ -533,11 +581,25 @@ int ibv_cmd_create_qp(struct ibv_pd *pd, struct ibv_qp *qp,
 		      struct ibv_qp_init_attr *attr,
 		      struct ibv_create_qp *cmd, size_t cmd_size,
 		      struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
+/*
+ * attr_ex->comp_mask may hold only IBV_QP_INIT_ATTR_PD (required by every
+ * type but an XRC target QP), IBV_QP_INIT_ATTR_XRCD (required by an XRC
+ * target QP) and IBV_QP_INIT_ATTR_SEND_OPS_FLAGS; anything else is EINVAL.
+ */
 int ibv_cmd_create_qp_ex(struct ibv_context *context, struct verbs_qp *qp,
 			 struct ibv_qp_init_attr_ex *attr_ex,
 			 struct ibv_create_qp *cmd, size_t cmd_size,
 			 struct ib_uverbs_create_qp_resp *resp,
 			 size_t resp_size);
+/*
+ * OPEN_QP: a handle of this context on the XRC target QP attr->qp_num of
+ * attr->xrcd; fills qp (of vqp_sz bytes) as an ibv_qp with no PD, CQs or
+ * SRQ, in state IBV_QPS_UNKNOWN.
+ */
+int ibv_cmd_open_qp(struct ibv_context *context, struct verbs_qp *qp,
+		    int vqp_sz, struct ibv_qp_open_attr *attr,
+		    struct ibv_open_qp *cmd, size_t cmd_size,
+		    struct ib_uverbs_create_qp_resp *resp, size_t resp_size);
 int ibv_cmd_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *qp_attr,
 		     int attr_mask, struct ibv_qp_init_attr *qp_init_attr,
 		     struct ibv_query_qp *cmd, size_t cmd_size);
@@ -583,6 +645,9 @@ static_assert(offsetof(struct verbs_device, sysfs) ==
 		      sizeof(struct ibv_device) + 32, "verbs_device.sysfs");
 static_assert(sizeof(struct verbs_device) ==
 		      sizeof(struct ibv_device) + 48, "verbs_device size");
+static_assert(sizeof(struct verbs_xrcd) == 16, "verbs_xrcd");
+static_assert(offsetof(struct verbs_srq, srq_num) ==
+		      sizeof(struct ibv_srq) + 24, "verbs_srq.srq_num");
 #endif
 
 #endif /* VRDMA_VERBS_PRIVATE_H */

@@ -3,16 +3,17 @@
  * libvrdma: the rdma-core provider for the vrdma kernel driver.
  *
  *   vrdma.c    registration with libibverbs, device and context life cycle
- *   verbs.c    device/port queries, protection domains, memory regions,
- *              address handles
+ *   verbs.c    device/port queries, protection domains, XRC domains,
+ *              memory regions, address handles
  *   mw.c       memory windows: alloc/dealloc, ibv_bind_mw
  *   ring.h     what the data path does to a shared ring (no system calls)
  *   ring.c     mapping the rings the kernel allocates
  *   cq.c       completion queues: create/resize/destroy, poll_cq, and the
  *              extended CQ's start/next/end_poll and read_* functions
- *   qp.c       queue pairs: create/modify/destroy, post_send, post_recv
+ *   qp.c       queue pairs (XRC ones too): create/open/modify/destroy,
+ *              post_send, post_recv
  *   wr.c       the ibv_wr_* work request builders of an extended QP
- *   srq.c      shared receive queues, post_srq_recv
+ *   srq.c      shared receive queues, basic and XRC, post_srq_recv
  *
  * Everything the provider shares with the kernel comes from
  * uapi/rdma/vrdma-abi.h; everything it shares with libibverbs beyond the
@@ -66,6 +67,10 @@ VRDMA_DECLARE_DRV_CMD(vrdma_cmd_resize_cq, ibv_resize_cq, vrdma_verbs_empty,
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_qp, ibv_create_qp, vrdma_verbs_empty,
 		      ib_uverbs_create_qp_resp, vrdma_create_qp_resp);
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_srq, ibv_create_srq,
+		      vrdma_verbs_empty, ib_uverbs_create_srq_resp,
+		      vrdma_create_srq_resp);
+/* create_srq_ex: the same driver data after the XSRQ command. */
+VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_xsrq, ibv_create_xsrq,
 		      vrdma_verbs_empty, ib_uverbs_create_srq_resp,
 		      vrdma_create_srq_resp);
 /* MODIFY_SRQ: a driver request (the resized ring's ring_info), no response. */
@@ -150,14 +155,20 @@ struct vrdma_rq {
 	uint32_t max_sge;
 };
 
+/*
+ * A QP, or a handle on an XRC target QP (ibv_open_qp).  An XRC target QP
+ * has neither ring (its messages go to the XRC SRQ each names), an XRC
+ * initiator no RQ.
+ */
 struct vrdma_qp {
 	struct verbs_qp vqp;
 	struct vrdma_sq sq;
 	struct vrdma_rq rq;	/* no ring with an SRQ */
 };
 
+/* vsrq.srq_type and srq_num are filled by create_srq_ex only. */
 struct vrdma_srq {
-	struct ibv_srq ibv_srq;
+	struct verbs_srq vsrq;
 	struct vrdma_rq rq;
 };
 
@@ -207,7 +218,12 @@ static inline struct vrdma_qp *to_vqp_ex(struct ibv_qp_ex *qpx)
 
 static inline struct vrdma_srq *to_vsrq(struct ibv_srq *ibsrq)
 {
-	return vrdma_container_of(ibsrq, struct vrdma_srq, ibv_srq);
+	return vrdma_container_of(ibsrq, struct vrdma_srq, vsrq.srq);
+}
+
+static inline struct verbs_xrcd *to_vxrcd(struct ibv_xrcd *ibxrcd)
+{
+	return vrdma_container_of(ibxrcd, struct verbs_xrcd, xrcd);
 }
 
 /*
@@ -268,6 +284,9 @@ struct ibv_mr *vrdma_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
 void vrdma_unimport_mr(struct ibv_mr *ibmr);
 struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int vrdma_destroy_ah(struct ibv_ah *ah);
+struct ibv_xrcd *vrdma_open_xrcd(struct ibv_context *context,
+				 struct ibv_xrcd_init_attr *attr);
+int vrdma_close_xrcd(struct ibv_xrcd *xrcd);
 
 /* mw.c */
 struct ibv_mw *vrdma_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
@@ -301,6 +320,8 @@ struct ibv_qp *vrdma_create_qp(struct ibv_pd *pd,
 			       struct ibv_qp_init_attr *attr);
 struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 				  struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *vrdma_open_qp(struct ibv_context *context,
+			     struct ibv_qp_open_attr *attr);
 int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		   struct ibv_qp_init_attr *init_attr);
 int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
@@ -322,6 +343,9 @@ void vrdma_qp_init_wr(struct vrdma_qp *qp, uint64_t send_ops);
 /* srq.c */
 struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,
 				 struct ibv_srq_init_attr *attr);
+struct ibv_srq *vrdma_create_srq_ex(struct ibv_context *context,
+				    struct ibv_srq_init_attr_ex *attr);
+int vrdma_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 int vrdma_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 		     int attr_mask);
 int vrdma_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);

@@ -30,6 +30,8 @@
  * (vrdma_wr_check_ops); ATOMIC WRITE needs only REMOTE_WRITE rights, which
  * every kernel vrdma builds for grants (ib_core 6.1 too, which does not
  * know the device capability); TSO and the rest are not in the kernel.
+ * An XRC initiator carries RC's SENDs, RDMA and atomics, not ATOMIC WRITE,
+ * invalidation or memory windows.
  */
 #define VRDMA_WR_OPS_UD	(IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 #define VRDMA_WR_OPS_UC	(VRDMA_WR_OPS_UD | IBV_QP_EX_WITH_RDMA_WRITE | \
@@ -73,6 +75,10 @@ int vrdma_wr_check_ops(struct ibv_context *context, enum ibv_qp_type type,
 		break;
 	case IBV_QPT_UD:
 		ops = VRDMA_WR_OPS_UD;
+		break;
+	case IBV_QPT_XRC_SEND:
+		ops = VRDMA_WR_OPS_UC | IBV_QP_EX_WITH_RDMA_READ |
+		      VRDMA_WR_OPS_ATOMIC;
 		break;
 	default:
 		ops = 0;
@@ -264,8 +270,8 @@ static void vrdma_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
 }
 
 /*
- * Builders and setters of ops create_qp_ex refuses: never reached by a
- * correct caller, so they only make wr_complete fail instead of crashing.
+ * A builder of an op create_qp_ex refuses: never reached by a correct
+ * caller, so it only makes wr_complete fail instead of crashing.
  */
 static void vrdma_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr,
 			      uint16_t hdr_sz, uint16_t mss)
@@ -273,12 +279,6 @@ static void vrdma_wr_send_tso(struct ibv_qp_ex *qpx, void *hdr,
 	(void)hdr;
 	(void)hdr_sz;
 	(void)mss;
-	vrdma_wr_fail(&to_vqp_ex(qpx)->sq, EOPNOTSUPP);
-}
-
-static void vrdma_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
-{
-	(void)remote_srqn;
 	vrdma_wr_fail(&to_vqp_ex(qpx)->sq, EOPNOTSUPP);
 }
 
@@ -300,6 +300,18 @@ static void vrdma_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 	vrdma_wqe_set_ud(sq->wr.wqe, vrdma_ah_num(ah), remote_qpn,
 			 remote_qkey);
 	sq->wr.ud_addr_missing = false;
+}
+
+/* The SRQ at the target of an XRC initiator's WQE, as post_send's. */
+static void vrdma_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	struct vrdma_sq *sq = &to_vqp_ex(qpx)->sq;
+
+	if (!sq->wr.wqe || !sq->limits.xrc) {
+		vrdma_wr_fail(sq, EINVAL);
+		return;
+	}
+	vrdma_wqe_set_xrc(sq->wr.wqe, remote_srqn);
 }
 
 static void vrdma_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,

@@ -480,8 +480,8 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
 
 	vrdma_qp_assert_owned(qp);
 
-	/* Only RC QPs are answered: anything else is forged, or garbage. */
-	if (qp->ibqp.qp_type != IB_QPT_RC || !(pkt->mask & VRDMA_OPF_RC)) {
+	/* Only RC (and XRC) QPs are answered: anything else is forged. */
+	if (!vrdma_qp_is_rc(qp) || !(pkt->mask & VRDMA_OPF_RC)) {
 		vrdma_count(qp->vdev, VRDMA_CNT_MALFORMED);
 		kfree_skb(skb);
 		return;
@@ -583,7 +583,7 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 	}
 	if (status == IB_WC_SUCCESS || qp->state == IB_QPS_ERR)
 		return;
-	if (qp->ibqp.qp_type == IB_QPT_RC || status == IB_WC_GENERAL_ERR)
+	if (vrdma_qp_is_rc(qp) || status == IB_WC_GENERAL_ERR)
 		vrdma_qp_error(qp, status == IB_WC_GENERAL_ERR ?
 				   IB_EVENT_QP_FATAL : 0);
 	else

@@ -26,6 +26,22 @@ static const char *const vrdma_qp_states[] = {
 	[IB_QPS_ERR] = "ERR",
 };
 
+static const char *vrdma_qp_type_name(struct vrdma_qp *qp)
+{
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_RC:
+		return "RC";
+	case IB_QPT_UC:
+		return "UC";
+	case IB_QPT_XRC_INI:
+		return "XRC_INI";
+	case IB_QPT_XRC_TGT:
+		return "XRC_TGT";
+	default:
+		return "UD";
+	}
+}
+
 static const char *const vrdma_swqe_states[] = {
 	[VRDMA_SWQE_NEW] = "fetched",
 	[VRDMA_SWQE_SENDING] = "sending",
@@ -58,6 +74,8 @@ static void vrdma_show_cq(struct seq_file *s, const char *name,
 {
 	unsigned long flags;
 
+	if (!cq)	/* XRC QPs have one CQ, or none */
+		return;
 	spin_lock_irqsave(&cq->lock, flags);
 	vrdma_show_ring(s, name, &cq->queue, true);
 	spin_unlock_irqrestore(&cq->lock, flags);
@@ -71,8 +89,7 @@ static int vrdma_qp_show(struct seq_file *s, void *unused)
 	vrdma_qp_lock(qp);
 	seq_printf(s, "qpn %u type %s state %s dest_qpn %u mtu %u\n",
 		   qp->ibqp.qp_num,
-		   qp->ibqp.qp_type == IB_QPT_RC ? "RC" :
-		   qp->ibqp.qp_type == IB_QPT_UC ? "UC" : "UD",
+		   vrdma_qp_type_name(qp),
 		   qp->state < ARRAY_SIZE(vrdma_qp_states) ?
 		   vrdma_qp_states[qp->state] : "?", qp->attr.dest_qp_num, qp->mtu);
 	vrdma_show_ring(s, "sq", &qp->sq, false);
@@ -91,7 +108,9 @@ static int vrdma_qp_show(struct seq_file *s, void *unused)
 			   vrdma_swqe_states[swqe->state] : "?",
 			   swqe->first_psn, swqe->last_psn, swqe->status);
 	}
-	if (qp->srq)
+	if (qp->srq && qp->srq->srqn)
+		seq_printf(s, "rq: (XRC SRQ %u)\n", qp->srq->srqn);
+	else if (qp->srq)
 		seq_puts(s, "rq: (shared receive queue)\n");
 	else
 		vrdma_show_ring(s, "rq", &qp->rq, false);

@@ -49,6 +49,7 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B |
 				 IB_DEVICE_MEM_MGT_EXTENSIONS |
 				 IB_DEVICE_SRQ_RESIZE |
+				 IB_DEVICE_XRC |
 				 VRDMA_DEVICE_PLACEMENT;
 	attr->max_send_sge = VRDMA_MAX_SGE;
 	attr->max_recv_sge = VRDMA_MAX_SGE;
@@ -127,6 +128,7 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 	kvfree(vdev->mr_key_byte);
 	vrdma_mw_dev_fini(vdev);
 	vrdma_mcast_dev_fini(vdev);
+	vrdma_xrc_dev_fini(vdev);
 	netdev_put(vdev->ndev, &vdev->ndev_tracker);
 }
 
@@ -139,6 +141,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
 	.alloc_ucontext = vrdma_alloc_ucontext,
+	.alloc_xrcd = vrdma_alloc_xrcd,
 	.attach_mcast = vrdma_attach_mcast,
 	.create_cq = vrdma_create_cq,
 	.create_qp = vrdma_create_qp,
@@ -149,6 +152,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.dealloc_mw = vrdma_dealloc_mw,
 	.dealloc_pd = vrdma_dealloc_pd,
 	.dealloc_ucontext = vrdma_dealloc_ucontext,
+	.dealloc_xrcd = vrdma_dealloc_xrcd,
 	.dereg_mr = vrdma_dereg_mr,
 	.destroy_ah = vrdma_destroy_ah,
 	.destroy_cq = vrdma_destroy_cq,
@@ -187,6 +191,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, vrdma_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, vrdma_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, vrdma_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, vrdma_xrcd, ibxrcd),
 };
 
 /**
@@ -222,6 +227,7 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	xa_init_flags(&vdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 	lockdep_set_class(&vdev->ah_xa.xa_lock, &vrdma_ah_xa_key);
 	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
+	vrdma_xrc_dev_init(vdev);
 	vdev->mr_key_byte = kvzalloc(VRDMA_MAX_MR + 1, GFP_KERNEL);
 	ret = vrdma_mw_dev_init(vdev);
 	if (!ret)

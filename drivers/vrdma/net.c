@@ -71,6 +71,19 @@ static LIST_HEAD(vrdma_nets);
  * Receiving
  */
 
+/*
+ * XRC packets reach only XRC QPs, requests the target's and answers the
+ * initiator's; the packets of the other transports never reach XRC QPs.
+ */
+static bool vrdma_xrc_match(struct vrdma_qp *qp, u32 mask)
+{
+	if (!(mask & VRDMA_OPF_XRC))
+		return !vrdma_qp_is_xrc(qp);
+	if (mask & VRDMA_OPF_REQ)
+		return qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+	return qp->ibqp.qp_type == IB_QPT_XRC_INI;
+}
+
 /**
  * vrdma_rcv() - check a RoCEv2 packet and queue it on its QP
  * @vdev: the device the packet is for; the caller holds a reference
@@ -83,7 +96,8 @@ static LIST_HEAD(vrdma_nets);
  * Nothing in the packet is trusted until checked: the UDP length, that
  * the BTH is there, that the opcode is one we know, that the packet is long
  * enough for that opcode's headers, its pad and the ICRC, the pad count,
- * TVer, P_Key and the ICRC.  Every packet ends counted in exactly one of
+ * TVer, P_Key and the ICRC, and that its QP speaks its transport (XRC or
+ * not).  Every packet ends counted in exactly one of
  * rcvd_pkts (queued on its QP), malformed, icrc_errors or no_qp.
  *
  * On success skb->data is at the BTH, skb->len covers BTH to pad (the
@@ -194,6 +208,8 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 	pkt->paylen = paylen;
 	pkt->hdr_len = hdr_len;
 	pkt->opcode = bth->opcode;
+	if (info->mask & VRDMA_OPF_XRC)
+		pkt->opcode -= VRDMA_OPCODE_XRC;
 	pkt->pad = pad;
 	pkt->se = bth->flags & VRDMA_BTH_SE;
 	pkt->ack_req = apsn & VRDMA_BTH_ACKREQ;
@@ -207,6 +223,10 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 	if (!qp) {
 		vrdma_count(vdev, VRDMA_CNT_NO_QP);
 		goto drop;
+	}
+	if (!vrdma_xrc_match(qp, pkt->mask)) {
+		vrdma_qp_put(qp);
+		goto malformed;
 	}
 	vrdma_count(vdev, VRDMA_CNT_RCVD_PKTS);
 	vrdma_count_add(vdev, VRDMA_CNT_RCVD_BYTES, bytes);

@@ -10,8 +10,8 @@
  *
  * Each entry names the extension headers twice, once as mask flags and once
  * in the header length; they must agree with each other and with the order
- * of vrdma_ext_offset() (DETH, FETH, RETH, AtomicETH, AETH, AtomicAckETH,
- * ImmDt, IETH), which the order of the terms below follows.
+ * of vrdma_ext_offset() (DETH, XRCETH, FETH, RETH, AtomicETH, AETH,
+ * AtomicAckETH, ImmDt, IETH), which the order of the terms below follows.
  */
 #include <rdma/ib_pack.h>
 
@@ -27,6 +27,7 @@
 /* Header lengths */
 #define BTH		sizeof(struct vrdma_bth)
 #define DETH		sizeof(struct vrdma_deth)
+#define XRCETH		sizeof(struct vrdma_xrceth)
 #define FETH		sizeof(struct vrdma_feth)
 #define RETH		sizeof(struct vrdma_reth)
 #define ATMETH		sizeof(struct vrdma_atmeth)
@@ -57,6 +58,18 @@
 			 VRDMA_OPF_PAYLOAD)
 #define RC_ATOMIC_REQ	(VRDMA_OPF_RC | VRDMA_OPF_REQ | VRDMA_OPF_ATOMIC)
 #define RC_ACK		(VRDMA_OPF_RC | VRDMA_OPF_RESP)
+
+/*
+ * XRC is RC with the SRQ named in every request (XRCETH): the same
+ * operations, flagged XRC, at VRDMA_OPCODE_XRC + the RC opcode.
+ */
+#define VRDMA_XRC_OP(op, m, len)					\
+	[VRDMA_OPCODE_XRC + IB_OPCODE_##op] = {				\
+		.name = "XRC_" #op,					\
+		.mask = (m) | VRDMA_OPF_XRC,				\
+		.hdr_len = (len),					\
+	}
+#define XRC_REQ		(VRDMA_OPF_XRCETH)
 
 const struct vrdma_opcode_info vrdma_opcode[256] = {
 	/* RC: SEND */
@@ -146,6 +159,60 @@ const struct vrdma_opcode_info vrdma_opcode[256] = {
 	VRDMA_OP(UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE,
 		 UC_WRITE | P_ONLY | VRDMA_OPF_RETH | VRDMA_OPF_IMMDT,
 		 BTH + RETH + IMMDT),
+
+	/* XRC: requests carry an XRCETH after the BTH, answers do not */
+	VRDMA_XRC_OP(SEND_FIRST, RC_SEND | P_FIRST | XRC_REQ, BTH + XRCETH),
+	VRDMA_XRC_OP(SEND_MIDDLE, RC_SEND | P_MIDDLE | XRC_REQ, BTH + XRCETH),
+	VRDMA_XRC_OP(SEND_LAST, RC_SEND | P_LAST | XRC_REQ, BTH + XRCETH),
+	VRDMA_XRC_OP(SEND_LAST_WITH_IMMEDIATE,
+		     RC_SEND | P_LAST | XRC_REQ | VRDMA_OPF_IMMDT,
+		     BTH + XRCETH + IMMDT),
+	VRDMA_XRC_OP(SEND_LAST_WITH_INVALIDATE,
+		     RC_SEND | P_LAST | XRC_REQ | VRDMA_OPF_IETH,
+		     BTH + XRCETH + IETH),
+	VRDMA_XRC_OP(SEND_ONLY, RC_SEND | P_ONLY | XRC_REQ, BTH + XRCETH),
+	VRDMA_XRC_OP(SEND_ONLY_WITH_IMMEDIATE,
+		     RC_SEND | P_ONLY | XRC_REQ | VRDMA_OPF_IMMDT,
+		     BTH + XRCETH + IMMDT),
+	VRDMA_XRC_OP(SEND_ONLY_WITH_INVALIDATE,
+		     RC_SEND | P_ONLY | XRC_REQ | VRDMA_OPF_IETH,
+		     BTH + XRCETH + IETH),
+	VRDMA_XRC_OP(RDMA_WRITE_FIRST,
+		     RC_WRITE | P_FIRST | XRC_REQ | VRDMA_OPF_RETH,
+		     BTH + XRCETH + RETH),
+	VRDMA_XRC_OP(RDMA_WRITE_MIDDLE, RC_WRITE | P_MIDDLE | XRC_REQ,
+		     BTH + XRCETH),
+	VRDMA_XRC_OP(RDMA_WRITE_LAST, RC_WRITE | P_LAST | XRC_REQ,
+		     BTH + XRCETH),
+	VRDMA_XRC_OP(RDMA_WRITE_LAST_WITH_IMMEDIATE,
+		     RC_WRITE | P_LAST | XRC_REQ | VRDMA_OPF_IMMDT,
+		     BTH + XRCETH + IMMDT),
+	VRDMA_XRC_OP(RDMA_WRITE_ONLY,
+		     RC_WRITE | P_ONLY | XRC_REQ | VRDMA_OPF_RETH,
+		     BTH + XRCETH + RETH),
+	VRDMA_XRC_OP(RDMA_WRITE_ONLY_WITH_IMMEDIATE,
+		     RC_WRITE | P_ONLY | XRC_REQ | VRDMA_OPF_RETH |
+		     VRDMA_OPF_IMMDT, BTH + XRCETH + RETH + IMMDT),
+	VRDMA_XRC_OP(RDMA_READ_REQUEST,
+		     RC_READ_REQ | P_ONLY | XRC_REQ | VRDMA_OPF_RETH,
+		     BTH + XRCETH + RETH),
+	VRDMA_XRC_OP(RDMA_READ_RESPONSE_FIRST,
+		     RC_READ_RESP | P_FIRST | VRDMA_OPF_AETH, BTH + AETH),
+	VRDMA_XRC_OP(RDMA_READ_RESPONSE_MIDDLE, RC_READ_RESP | P_MIDDLE, BTH),
+	VRDMA_XRC_OP(RDMA_READ_RESPONSE_LAST,
+		     RC_READ_RESP | P_LAST | VRDMA_OPF_AETH, BTH + AETH),
+	VRDMA_XRC_OP(RDMA_READ_RESPONSE_ONLY,
+		     RC_READ_RESP | P_ONLY | VRDMA_OPF_AETH, BTH + AETH),
+	VRDMA_XRC_OP(COMPARE_SWAP,
+		     RC_ATOMIC_REQ | P_ONLY | XRC_REQ | VRDMA_OPF_ATMETH,
+		     BTH + XRCETH + ATMETH),
+	VRDMA_XRC_OP(FETCH_ADD,
+		     RC_ATOMIC_REQ | P_ONLY | XRC_REQ | VRDMA_OPF_ATMETH,
+		     BTH + XRCETH + ATMETH),
+	VRDMA_XRC_OP(ACKNOWLEDGE, RC_ACK | P_ONLY | VRDMA_OPF_AETH, BTH + AETH),
+	VRDMA_XRC_OP(ATOMIC_ACKNOWLEDGE,
+		     RC_ACK | VRDMA_OPF_ATOMIC | P_ONLY | VRDMA_OPF_AETH |
+		     VRDMA_OPF_ATMACK, BTH + AETH + ATMACK),
 
 	/* UD: single-packet SENDs; the DETH names the sending QP */
 	VRDMA_OP(UD_SEND_ONLY,

@@ -9,7 +9,8 @@
  *
  * The BTH (base transport header) names the opcode, the destination QP and
  * the PSN; the opcode decides which extension headers follow (RETH for
- * RDMA, AETH for ACKs, ImmDt, IETH, AtomicETH, AtomicAckETH, DETH for UD).
+ * RDMA, AETH for ACKs, ImmDt, IETH, AtomicETH, AtomicAckETH, DETH for UD,
+ * XRCETH for XRC requests).
  * Payloads are padded to 4 bytes; the pad count is in the BTH.  The ICRC is
  * a CRC32 over the whole packet from the IP header on, with the fields
  * routers may change masked out (icrc.c).
@@ -33,6 +34,13 @@
  */
 #define VRDMA_OPCODE_RC_FLUSH		0x1c
 #define VRDMA_OPCODE_RC_ATOMIC_WRITE	0x1d
+
+/*
+ * The XRC transport's opcodes are RC's with this prefix (IBA 9.2, table
+ * 38), which ib_pack.h does not name.  The receive path hands the engines
+ * the RC opcode (vrdma_pkt.opcode) and the VRDMA_OPF_XRC flag.
+ */
+#define VRDMA_OPCODE_XRC		0xa0
 
 /* Base transport header, 12 bytes */
 struct vrdma_bth {
@@ -136,6 +144,13 @@ struct vrdma_deth {
 	__be32 sqp;		/* resv8 | SrcQP(24) */
 };
 
+/* XRC extended transport header: the SRQ at the target that takes it */
+struct vrdma_xrceth {
+	__be32 srqn;		/* resv8 | XRCSRQ(24) */
+};
+
+#define VRDMA_XRCETH_SRQN_MASK	0x00ffffff
+
 /* What an opcode carries and means: vrdma_opcode[opcode].mask */
 enum vrdma_opcode_flags {
 	VRDMA_OPF_RETH		= BIT(0),
@@ -161,6 +176,8 @@ enum vrdma_opcode_flags {
 	VRDMA_OPF_FETH		= BIT(20),
 	VRDMA_OPF_FLUSH		= BIT(21),
 	VRDMA_OPF_ATOMIC_WRITE	= BIT(22),
+	VRDMA_OPF_XRC		= BIT(23),	/* the XRC transport */
+	VRDMA_OPF_XRCETH	= BIT(24),
 };
 
 /**
@@ -179,12 +196,13 @@ extern const struct vrdma_opcode_info vrdma_opcode[256];
 
 /**
  * struct vrdma_pkt - a packet's parsed BTH, kept in skb->cb
- * @mask: vrdma_opcode[@opcode].mask
+ * @mask: vrdma_opcode[BTH opcode].mask
  * @qpn: destination QP
  * @psn: packet sequence number
  * @paylen: payload bytes, without pad and ICRC
  * @hdr_len: bytes from the BTH to the payload
- * @opcode: BTH opcode
+ * @opcode: BTH opcode; of a received XRC packet, its RC opcode (the BTH's
+ *	less VRDMA_OPCODE_XRC), so that the engines compare one set
  * @pad: pad bytes after the payload
  * @se: solicited event requested
  * @ack_req: the requester asks for an ACK of this packet
@@ -217,9 +235,9 @@ static inline struct vrdma_bth *vrdma_bth(struct sk_buff *skb)
 }
 
 /*
- * Extension headers follow the BTH in the order of the IBA: DETH, FETH,
- * RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH.  Their offsets for an
- * opcode are fixed; vrdma_ext_offset() computes them from the mask.
+ * Extension headers follow the BTH in the order of the IBA: DETH, XRCETH,
+ * FETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH.  Their offsets
+ * for an opcode are fixed; vrdma_ext_offset() computes them from the mask.
  */
 static inline unsigned int vrdma_ext_offset(u32 mask, u32 which)
 {
@@ -229,6 +247,10 @@ static inline unsigned int vrdma_ext_offset(u32 mask, u32 which)
 		return off;
 	if (mask & VRDMA_OPF_DETH)
 		off += sizeof(struct vrdma_deth);
+	if (which == VRDMA_OPF_XRCETH)
+		return off;
+	if (mask & VRDMA_OPF_XRCETH)
+		off += sizeof(struct vrdma_xrceth);
 	if (which == VRDMA_OPF_FETH)
 		return off;
 	if (mask & VRDMA_OPF_FETH)

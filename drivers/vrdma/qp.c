@@ -4,7 +4,8 @@
  * and the doorbells of post_send and post_recv.
  *
  * A QP is a send queue and a receive queue (or an SRQ), each a ring shared
- * with the process.  Which context runs its engines, and when, is the
+ * with the process.  XRC QPs have half of that: an initiator only the send
+ * queue, a target neither (xrc.c).  Which context runs its engines, and when, is the
  * scheduler's (sched.c); the receive WQEs are taken and flushed in rq.c.
  */
 #include <rdma/ib_cache.h>
@@ -149,11 +150,17 @@ static int vrdma_qp_check_cap(struct vrdma_dev *vdev, struct ib_qp_cap *cap,
 	return 0;
 }
 
-/* Size the rings, allocate them and the kernel's copies of the WQEs. */
+/*
+ * Size the rings, allocate them and the kernel's copies of the WQEs.  A QP
+ * that receives nothing (an XRC initiator) or sends nothing (an XRC
+ * target) gets the missing ring as one empty entry in kernel memory,
+ * which nobody posts to: every path that looks at a QP's rings finds them.
+ */
 static int vrdma_qp_alloc_queues(struct vrdma_qp *qp, struct ib_qp_cap *cap,
 				 struct vrdma_ucontext *uc,
 				 struct vrdma_create_qp_resp *resp)
 {
+	bool xrc_ini = qp->ibqp.qp_type == IB_QPT_XRC_INI;
 	gfp_t gfp = uc ? VRDMA_GFP_USER : GFP_KERNEL;
 	u32 n, stride, i;
 	int ret;
@@ -201,9 +208,14 @@ static int vrdma_qp_alloc_queues(struct vrdma_qp *qp, struct ib_qp_cap *cap,
 				    max(cap->max_recv_sge, 1U) *
 				    sizeof(struct vrdma_sge));
 	n = vrdma_ring_entries(cap->max_recv_wr);
-	ret = vrdma_queue_init(&qp->rq, uc, n, stride, &resp->rq);
+	ret = vrdma_queue_init(&qp->rq, xrc_ini ? NULL : uc, n, stride,
+			       &resp->rq);
 	if (ret)
 		return ret;
+	if (xrc_ini) {
+		memset(&resp->rq, 0, sizeof(resp->rq));
+		return 0;
+	}
 	qp->max_recv_sge = min_t(u32, VRDMA_MAX_SGE,
 				 (stride - VRDMA_RECV_WQE_HDR_SIZE) /
 				 sizeof(struct vrdma_sge));
@@ -246,6 +258,8 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
 	del_timer(&qp->rnr_timer);
 	del_timer(&qp->retrans_timer);
 	skb_queue_purge(&qp->rx);
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT)
+		vrdma_xrc_tgt_reset(qp);
 }
 
 /**
@@ -259,11 +273,13 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
  *
  * RC, UC and UD QPs are created for processes and kernel consumers; the
  * GSI QP (QP1, IB_QPT_GSI, which ib_mad creates for the port) only for
- * the kernel, always with number 1.
+ * the kernel, always with number 1.  XRC initiator QPs are created for
+ * processes (a kernel work request has no field for the target's SRQ);
+ * XRC target QPs by ib_core for an XRCD (@udata NULL, no PD, no CQs).
  *
  * Return: 0, -EOPNOTSUPP for QP types and flags not implemented, -EINVAL
- * for capabilities beyond the device's, -EBUSY for a second GSI QP,
- * -ENOMEM past max_qp.
+ * for capabilities beyond the device's or a target QP without XRCD,
+ * -EBUSY for a second GSI QP, -ENOMEM past max_qp.
  */
 int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
@@ -279,11 +295,21 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (ret)
 		return ret;
 	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
-	     init->qp_type != IB_QPT_UD &&
-	     (init->qp_type != IB_QPT_GSI || udata)) || init->create_flags)
+	     init->qp_type != IB_QPT_UD && init->qp_type != IB_QPT_XRC_TGT &&
+	     (init->qp_type != IB_QPT_GSI || udata) &&
+	     (init->qp_type != IB_QPT_XRC_INI || !udata)) ||
+	    init->create_flags)
 		return -EOPNOTSUPP;
 	if (init->qp_type == IB_QPT_GSI && init->port_num != VRDMA_PORT)
 		return -EINVAL;
+	if (init->qp_type == IB_QPT_XRC_TGT) {
+		if (!init->xrcd)
+			return -EINVAL;
+		memset(&init->cap, 0, sizeof(init->cap));
+	} else if (init->qp_type == IB_QPT_XRC_INI) {
+		init->cap.max_recv_wr = 0;
+		init->cap.max_recv_sge = 0;
+	}
 	ret = vrdma_qp_check_cap(vdev, &init->cap, !!init->srq);
 	if (ret)
 		return ret;
@@ -298,7 +324,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 
 	qp->vdev = vdev;
-	qp->pd = to_vpd(ibqp->pd);
+	/* An XRC target QP has none: each request's SRQ brings its own. */
+	qp->pd = ibqp->pd ? to_vpd(ibqp->pd) : NULL;
 	qp->scq = to_vcq(init->send_cq);
 	qp->rcq = to_vcq(init->recv_cq);
 	qp->srq = init->srq ? to_vsrq(init->srq) : NULL;
@@ -313,8 +340,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ret = dst_cache_init(&qp->av.dst_cache, GFP_KERNEL);
 	if (ret)
 		goto err_count;
-	/* Only RC and UC need their packets in order. */
-	if (init->qp_type == IB_QPT_RC || init->qp_type == IB_QPT_UC) {
+	/* Only RC (XRC too) and UC need their packets in order. */
+	if (vrdma_qp_is_rc(qp) || init->qp_type == IB_QPT_UC) {
 		qp->txq = vrdma_txq_create(vdev);
 		if (!qp->txq) {
 			ret = -ENOMEM;
@@ -347,6 +374,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	vrdma_qp_lock(qp);
 	vrdma_qp_reset(qp);
 	vrdma_qp_unlock(qp);
+	if (init->qp_type == IB_QPT_XRC_TGT)
+		vrdma_xrc_tgt_add(qp, init->xrcd);
 	/* Visible to the receive path only when complete. */
 	xa_store_irq(&vdev->qp_xa, qpn, qp, GFP_KERNEL);
 	vrdma_debugfs_qp_add(qp);
@@ -598,6 +627,13 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cap.max_inline_data = qp->max_inline;
 	attr->cap.max_recv_wr = qp->srq ? 0 : qp->rq.num_entries;
 	attr->cap.max_recv_sge = qp->srq ? 0 : qp->max_recv_sge;
+	/* The rings XRC QPs have only for form (vrdma_qp_alloc_queues()). */
+	if (ibqp->qp_type == IB_QPT_XRC_TGT)
+		memset(&attr->cap, 0, sizeof(attr->cap));
+	if (ibqp->qp_type == IB_QPT_XRC_INI) {
+		attr->cap.max_recv_wr = 0;
+		attr->cap.max_recv_sge = 0;
+	}
 	/* The PSNs as they are now ("rdma res show qp" reports them). */
 	attr->sq_psn = qp->req.psn;
 	attr->rq_psn = qp->resp.psn;
@@ -644,6 +680,8 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	wait_for_completion(&qp->done);
 	vrdma_sched_qp_stop(qp);
 	vrdma_txq_destroy(qp->txq);
+	if (qp->xrcd)
+		vrdma_xrc_tgt_del(qp);
 
 	if (qp->av.sgid_attr)
 		rdma_put_gid_attr(qp->av.sgid_attr);
@@ -672,13 +710,17 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
  * more before it ends.
  *
  * Return: 0, or -EINVAL for work requests passed the kernel way to a user
- * QP.
+ * QP, and for an XRC target QP.
  */
 int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr)
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
 
+	if (ibqp->qp_type == IB_QPT_XRC_TGT) {
+		*bad_wr = wr;
+		return -EINVAL;	/* nothing to send with */
+	}
 	if (vrdma_queue_is_kernel(&qp->sq))
 		return vrdma_kpost_send(qp, wr, bad_wr);
 	if (wr) {
@@ -703,11 +745,15 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
  * to have them flushed.
  *
  * Return: 0, or -EINVAL for work requests passed the kernel way to a user
- * QP.
+ * QP, and for an XRC target QP.
  */
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
+	if (ibqp->qp_type == IB_QPT_XRC_TGT) {
+		*bad_wr = wr;
+		return -EINVAL;	/* its receive WQEs are in XRC SRQs */
+	}
 	if (vrdma_queue_is_kernel(&to_vqp(ibqp)->sq))
 		return vrdma_kpost_recv(to_vqp(ibqp), wr, bad_wr);
 	if (wr) {

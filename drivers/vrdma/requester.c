@@ -45,7 +45,9 @@ static bool vrdma_wqe_local(const struct vrdma_send_wqe *wqe)
 
 /*
  * UD QPs (and QP1) only send; UC QPs send, write and use memory windows;
- * RC QPs do everything (UC has no SEND with invalidate opcodes, no READ, no atomics).
+ * RC QPs do everything (UC has no SEND with invalidate opcodes, no READ, no
+ * atomics); XRC initiators all RC does but the memory placement extensions,
+ * which have no XRC opcodes here.
  */
 static bool vrdma_op_on_qp_type(enum ib_qp_type type, u8 opcode)
 {
@@ -58,9 +60,13 @@ static bool vrdma_op_on_qp_type(enum ib_qp_type type, u8 opcode)
 	case IB_UVERBS_WR_BIND_MW:
 	case IB_UVERBS_WR_LOCAL_INV:
 	case VRDMA_WR_REG_MR:
-		return type == IB_QPT_RC || type == IB_QPT_UC;
-	default:
+		return type == IB_QPT_RC || type == IB_QPT_UC ||
+		       type == IB_QPT_XRC_INI;
+	case VRDMA_WR_ATOMIC_WRITE:
+	case VRDMA_WR_FLUSH:
 		return type == IB_QPT_RC;
+	default:
+		return type == IB_QPT_RC || type == IB_QPT_XRC_INI;
 	}
 }
 
@@ -77,6 +83,10 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 
 	swqe->length = 0;
 	if (!vrdma_op_on_qp_type(qp->ibqp.qp_type, wqe->opcode))
+		return IB_WC_LOC_QP_OP_ERR;
+	/* The XRCETH has 24 bits for the target's SRQ. */
+	if (qp->ibqp.qp_type == IB_QPT_XRC_INI &&
+	    wqe->xrc_remote_srqn > VRDMA_XRCETH_SRQN_MASK)
 		return IB_WC_LOC_QP_OP_ERR;
 	switch (wqe->opcode) {
 	case IB_UVERBS_WR_SEND:
@@ -337,7 +347,7 @@ static struct sk_buff *vrdma_req_zero_copy(struct vrdma_qp *qp,
 	struct sk_buff *skb;
 	int err;
 
-	if (qp->ibqp.qp_type != IB_QPT_RC || paylen < VRDMA_ZERO_COPY_MIN ||
+	if (!vrdma_qp_is_rc(qp) || paylen < VRDMA_ZERO_COPY_MIN ||
 	    (paylen & 3) || (wqe->flags & VRDMA_SEND_INLINE) ||
 	    !vrdma_pkt_local(qp->vdev, &qp->av))
 		return NULL;
@@ -381,6 +391,11 @@ static struct sk_buff *vrdma_req_build(struct vrdma_qp *qp,
 	}
 	mask = vrdma_pkt(skb)->mask;
 
+	if (mask & VRDMA_OPF_XRCETH) {
+		struct vrdma_xrceth *xrceth = vrdma_ext(skb, VRDMA_OPF_XRCETH);
+
+		xrceth->srqn = cpu_to_be32(wqe->xrc_remote_srqn);
+	}
 	if (mask & VRDMA_OPF_RETH)
 		vrdma_reth_init(skb, swqe, done);
 	if (mask & VRDMA_OPF_ATMETH)
@@ -429,9 +444,11 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	struct sk_buff *skb;
 	bool ack_req;
 
-	/* UC has the same opcodes as RC, in its own range. */
+	/* UC and XRC have the same opcodes as RC, each in its own range. */
 	if (qp->ibqp.qp_type == IB_QPT_UC)
 		opcode += IB_OPCODE_UC;
+	else if (qp->ibqp.qp_type == IB_QPT_XRC_INI)
+		opcode += VRDMA_OPCODE_XRC;
 	skb = vrdma_req_build(qp, swqe, offset, opcode, paylen, done);
 	if (PTR_ERR_OR_ZERO(skb) == -ENOMEM)
 		return -ENOMEM;
@@ -444,7 +461,7 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		npsn = max(1U, DIV_ROUND_UP(swqe->length - done, qp->mtu));
 		swqe->read_start = done;
 	}
-	ack_req = qp->ibqp.qp_type == IB_QPT_RC &&
+	ack_req = vrdma_qp_is_rc(qp) &&
 		  (last || qp->req.probe ||
 		   vrdma_psn_diff(psn, qp->req.una) % VRDMA_ACK_EVERY ==
 		   VRDMA_ACK_EVERY - 1);
@@ -555,7 +572,7 @@ static bool vrdma_exec_local(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
  */
 static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 {
-	bool acked = qp->ibqp.qp_type == IB_QPT_RC;
+	bool acked = vrdma_qp_is_rc(qp);
 	/*
 	 * No window holds UC and UD back: as many packets per run.  The
 	 * tasklet sends a few, as it answers a few READ packets.
@@ -685,7 +702,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
  */
 static bool vrdma_req_answer_due(struct vrdma_qp *qp)
 {
-	return qp->ibqp.qp_type == IB_QPT_RC &&
+	return vrdma_qp_is_rc(qp) &&
 	       qp->req.cur - qp->sq.kidx >= VRDMA_QUIET_DEPTH &&
 	       timer_pending(&qp->retrans_timer);
 }

@@ -48,13 +48,21 @@
 #include "pkt.h"
 #include "trace.h"
 
+/* An answer's opcode: RC's, or its XRC twin from an XRC target QP. */
+static u8 vrdma_resp_opcode(struct vrdma_qp *qp, u8 rc_opcode)
+{
+	return vrdma_qp_is_xrc(qp) ? VRDMA_OPCODE_XRC + rc_opcode : rc_opcode;
+}
+
 /* Put an ACK (syndrome VRDMA_SYN_ACK) or NAK for @psn on the wire. */
 static void vrdma_xmit_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
 {
 	struct vrdma_aeth *aeth;
 	struct sk_buff *skb;
 
-	skb = vrdma_pkt_alloc(qp->vdev, &qp->av, IB_OPCODE_RC_ACKNOWLEDGE, 0);
+	skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
+			      vrdma_resp_opcode(qp, IB_OPCODE_RC_ACKNOWLEDGE),
+			      0);
 	if (!skb)
 		return;	/* the requester's retry covers a lost ACK */
 	aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
@@ -109,7 +117,7 @@ static void vrdma_send_ack(struct vrdma_qp *qp, u32 psn, u8 syndrome)
 static void vrdma_resp_fatal(struct vrdma_qp *qp, u32 psn, u8 nak,
 			     enum ib_event_type event)
 {
-	if (qp->ibqp.qp_type == IB_QPT_RC)
+	if (vrdma_qp_is_rc(qp))
 		vrdma_send_ack(qp, psn, VRDMA_SYN_NAK | nak);
 	vrdma_qp_error(qp, event);
 }
@@ -253,8 +261,10 @@ static void vrdma_send_res_ack(struct vrdma_qp *qp,
 
 	vrdma_flush_ack(qp);	/* responses leave in PSN order */
 	skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
-			      atomic ? IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE :
-				       IB_OPCODE_RC_RDMA_READ_RESPONSE_ONLY, 0);
+			      vrdma_resp_opcode(qp, atomic ?
+					IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE :
+					IB_OPCODE_RC_RDMA_READ_RESPONSE_ONLY),
+			      0);
 	if (!skb)
 		return;	/* the requester resends; the answer is kept */
 	aeth = vrdma_ext(skb, VRDMA_OPF_AETH);
@@ -754,15 +764,16 @@ bool vrdma_responder_reads(struct vrdma_qp *qp, int burst)
 		struct vrdma_mr *mr = NULL;
 		struct sk_buff *skb;
 		int ret = 0;
+		u8 opcode;
 
 		if (qp->state != IB_QPS_RTS && qp->state != IB_QPS_RTR &&
 		    qp->state != IB_QPS_SQD) {
 			resp->read_active = false;
 			break;
 		}
+		opcode = vrdma_read_resp_opcode(resp->read_first, last);
 		skb = vrdma_pkt_alloc(qp->vdev, &qp->av,
-				      vrdma_read_resp_opcode(resp->read_first,
-							     last), paylen);
+				      vrdma_resp_opcode(qp, opcode), paylen);
 		if (!skb)
 			return true;
 		if (paylen) {
@@ -1141,7 +1152,8 @@ static void vrdma_rc_executed(struct vrdma_qp *qp, struct sk_buff *skb,
  *
  * An RC request is checked in the order of IBA 9.7.5 (PSN, opcode
  * sequence and length, access rights, a receive WQE) before anything is
- * executed; UC and UD have responders of their own.
+ * executed; an XRC request first takes the SRQ its XRCETH names, with its
+ * PD and CQ (vrdma_xrc_bind()).  UC and UD have responders of their own.
  */
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 {
@@ -1170,6 +1182,15 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 
 	trace_vrdma_resp_pkt(qp, skb, qp->resp.psn);
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT && !vrdma_xrc_bind(qp, skb)) {
+		/* The expected request names no SRQ it may use: class C. */
+		if (pkt->psn == qp->resp.psn)
+			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+					 IB_EVENT_QP_REQ_ERR);
+		else
+			vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+		goto out;
+	}
 	if (!vrdma_rc_expected(qp, skb) || !vrdma_rc_allowed(qp, pkt) ||
 	    !vrdma_rc_have_rwqe(qp, pkt))
 		goto out;

@@ -124,13 +124,13 @@ static int vrdma_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 						 qp->rq.num_entries };
 	}
 	v[n++] = (struct vrdma_res_u32){ "mtu", qp->mtu };
-	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC) {
+	if (vrdma_qp_is_rc(qp) || ibqp->qp_type == IB_QPT_UC) {
 		v[n++] = (struct vrdma_res_u32){ "sq_psn", qp->req.psn };
 		v[n++] = (struct vrdma_res_u32){ "una_psn", qp->req.una };
 		v[n++] = (struct vrdma_res_u32){ "rq_psn", qp->resp.psn };
 		v[n++] = (struct vrdma_res_u32){ "msn", qp->resp.msn };
 	}
-	if (ibqp->qp_type == IB_QPT_RC) {
+	if (vrdma_qp_is_rc(qp)) {
 		v[n++] = (struct vrdma_res_u32){ "retry", qp->req.retry };
 		v[n++] = (struct vrdma_res_u32){ "retry_max",
 						 qp->attr.retry_cnt };

@@ -70,14 +70,16 @@
  * Lock order, outermost first:
  *   rtnl_lock (link add and delete, netdev events, multicast joins)
  *   vrdma_devices_lock, vrdma_nets_lock
- *   a multicast group table's mutex (mcast.c)
+ *   a multicast group table's mutex (mcast.c), an XRCD's mutex (xrc.c:
+ *     an XRC SRQ being destroyed visits the target QPs)
  *   qp->mutex, then VRDMA_QP_OWNED (vrdma_qp_lock())
  *   a peer QP's mutex and bit: only by trylock, so two QPs sending to
  *     each other never wait for each other
  *   leaf locks, held briefly and never nested: a CQ's lock (irq-safe), an
  *   SRQ's lock (process context only), the MW table's xa_lock (BH-safe),
  *   a multicast group's list lock (BH-safe), the AH and QP tables'
- *   xa_locks (irq-safe), a kernel QP's or SRQ's post locks (irq-safe).
+ *   xa_locks and the XRC SRQ numbers' (irq-safe), a kernel QP's or SRQ's
+ *   post locks (irq-safe).
  *
  * Priorities: events queue the task on a WQ_HIGHPRI workqueue, so that an
  * answer leaves at once even where a process busy-polls the only CPU, as
@@ -182,6 +184,8 @@ static bool vrdma_bh_may_run(struct vrdma_qp *qp, struct sk_buff *skb)
 	 * Only RC has answers and READs, and so an engine that runs here: a
 	 * response to a QP of another type (a forged one: nothing asked for
 	 * it) goes to the task, which drops it, and runs no requester here.
+	 * XRC's go to the task too: a target QP takes its PD and SRQ from
+	 * each request (xrc.c), which the task alone does.
 	 */
 	if (qp->destroyed || !vrdma_bh_pkt(skb) ||
 	    qp->ibqp.qp_type != IB_QPT_RC)

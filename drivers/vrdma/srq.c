@@ -19,6 +19,10 @@
  * sense puts the SRQ in error for good (IB_EVENT_SRQ_ERR, once); every QP
  * that then needs a WQE from it goes to the error state.
  *
+ * An XRC SRQ (IB_SRQT_XRC) is the same ring, with a number by which XRC
+ * requests name it, an XRCD and a CQ of its own; it is taken by XRC target
+ * QPs, one message at a time (xrc.c).
+ *
  * modify_srq with IB_SRQ_MAX_WR resizes the ring (IB_DEVICE_SRQ_RESIZE): a
  * new ring is allocated, the WQEs not taken yet move to its start in their
  * order, and the process maps it in place of the old one (struct
@@ -48,13 +52,14 @@ static void vrdma_srq_event(struct vrdma_srq *srq, enum ib_event_type type)
  *	kernel memory for a kernel consumer (posted by vrdma_post_srq_recv())
  * @ibsrq: ib_core's SRQ, embedded in ours
  * @init: type and size; attr.max_wr and attr.max_sge are updated to what
- *	was granted; attr.srq_limit is ignored (the SRQ starts disarmed)
+ *	was granted; attr.srq_limit is ignored (the SRQ starts disarmed); an
+ *	XRC SRQ's XRCD and CQ (ib_core has set them in @ibsrq too)
  * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); the
  *	response carries struct vrdma_create_srq_resp; NULL for a
  *	kernel consumer
  *
- * Return: 0, -EOPNOTSUPP for XRC/tag-matching SRQs,
- * -EINVAL for sizes beyond the device's, -ENOMEM past max_srq.
+ * Return: 0, -EOPNOTSUPP for tag-matching SRQs, -EINVAL for sizes beyond
+ * the device's and an XRC SRQ without XRCD or CQ, -ENOMEM past max_srq.
  */
 int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
@@ -70,8 +75,11 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	ret = vrdma_udata_check(ibsrq->device, udata, __func__);
 	if (ret)
 		return ret;
-	if (init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC)
 		return -EOPNOTSUPP;
+	if (init->srq_type == IB_SRQT_XRC &&
+	    (!init->ext.xrc.xrcd || !init->ext.cq))
+		return -EINVAL;
 	if (attr->max_wr > vdev->attr.max_srq_wr ||
 	    attr->max_sge > vdev->attr.max_srq_sge)
 		return -EINVAL;
@@ -104,11 +112,26 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	attr->max_sge = srq->max_sge;
 	attr->srq_limit = 0;
 
+	srq->srqn = 0;
+	if (init->srq_type == IB_SRQT_XRC) {
+		ret = vrdma_xrc_srq_add(vdev, srq);
+		if (ret)
+			goto err_queue;
+		resp.srqn = srq->srqn;
+	}
 	ret = vrdma_queue_respond(&srq->queue, udata, &resp, sizeof(resp));
 	if (ret)
-		goto err_count;
+		goto err_xrc;
+	if (srq->srqn)
+		vrdma_xrc_srq_publish(srq);
 	return 0;
 
+err_xrc:
+	if (srq->srqn)
+		vrdma_xrc_srq_del(srq);
+	goto err_count;
+err_queue:
+	vrdma_queue_destroy(&srq->queue);
 err_count:
 	atomic_dec(&vdev->num_srq);
 	return ret;
@@ -264,6 +287,8 @@ int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct vrdma_srq *srq = to_vsrq(ibsrq);
 
+	if (srq->srqn)
+		vrdma_xrc_srq_del(srq);
 	vrdma_queue_destroy(&srq->queue);
 	atomic_dec(&to_vdev(ibsrq->device)->num_srq);
 	return 0;

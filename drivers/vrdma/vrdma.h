@@ -23,6 +23,7 @@
  *               and inline runs, timers; the lock order
  *   rq.c        receive WQEs: taken from the RQ or SRQ, flushed
  *   srq.c       shared receive queues: one receive ring for many QPs
+ *   xrc.c       XRC: domains, SRQ numbers, the target QP's SRQ per message
  *   ah.c        address handles: where a UD send goes
  *   mcast.c     UD multicast: groups of QPs, attach and detach
  *   param.h     every limit and tunable
@@ -200,6 +201,9 @@ enum vrdma_counter {
  * @mw_key_byte: as @mr_key_byte, per MW slot
  * @mw_next: where the cyclic search for a free MW slot resumes
  * @qp_next: where the cyclic search for a free QPN resumes
+ * @srq_xa: XRC SRQ number -> struct vrdma_srq; lookups under its (irq-safe)
+ *	lock, as @qp_xa's
+ * @srq_next: where the cyclic search for a free XRC SRQ number resumes
  * @ah_next: where the cyclic search for a free AH handle resumes
  * @net: the tunnel sockets of the netdev's namespace (net.c)
  * @mcast: its multicast groups (mcast.c)
@@ -229,6 +233,8 @@ struct vrdma_dev {
 	u32 mw_next;
 	u32 qp_next;
 	u32 ah_next;
+	struct xarray srq_xa;
+	u32 srq_next;
 	struct vrdma_net *net;
 	struct vrdma_mcast *mcast;
 	struct vrdma_parent *parent;
@@ -473,10 +479,11 @@ struct vrdma_ah {
  * struct vrdma_qp - a queue pair
  * @ibqp: ib_core's part
  * @vdev: the device
- * @pd: the PD
- * @scq: send CQ
- * @rcq: receive CQ
- * @srq: shared receive queue, or NULL
+ * @pd: the PD; an XRC target QP's is that of the SRQ it holds, or NULL
+ * @scq: send CQ (none for an XRC target QP)
+ * @rcq: receive CQ (an XRC target QP: its SRQ's; none for an initiator)
+ * @srq: shared receive queue, or NULL; an XRC target QP's is the XRC SRQ
+ *	the last request named, referenced (xrc.c)
  * @sq: the SQ ring (user space produces WQEs, the kernel consumes); sq.kidx
  *	is the oldest WQE not yet completed
  * @rq: the RQ ring (unused with an SRQ)
@@ -517,6 +524,8 @@ struct vrdma_ah {
  * @refs: lookups from the receive path hold a reference
  * @done: completed when @refs drops to zero
  * @debugfs: its file, showing the rings (debugfs.c)
+ * @xrcd: an XRC target QP's XRC domain, else NULL
+ * @xrc_entry: an XRC target QP's entry in @xrcd's list
  */
 struct vrdma_qp {
 	struct ib_qp ibqp;
@@ -558,6 +567,8 @@ struct vrdma_qp {
 	refcount_t refs;
 	struct completion done;
 	struct dentry *debugfs;
+	struct vrdma_xrcd *xrcd;
+	struct list_head xrc_entry;
 };
 
 /**
@@ -571,6 +582,10 @@ struct vrdma_qp {
  * @error: the ring's indices were garbage; no WQE is taken any more
  * @post_lock: a kernel SRQ: serialises its consumer's producers, and
  *	them with a resize; taken before @lock
+ * @srqn: an XRC SRQ's number (ibsrq.ext.xrc.srq_num), 0 for a basic SRQ
+ * @refs: an XRC SRQ: the number table's reference and one per lookup or
+ *	XRC target QP using it (xrc.c)
+ * @done: completed when @refs drops to 0
  */
 struct vrdma_srq {
 	struct ib_srq ibsrq;
@@ -580,6 +595,22 @@ struct vrdma_srq {
 	u32 max_sge;
 	u32 limit;
 	bool error;
+	u32 srqn;
+	refcount_t refs;
+	struct completion done;
+};
+
+/**
+ * struct vrdma_xrcd - an XRC domain
+ * @ibxrcd: ib_core's part (which shares it between processes by inode)
+ * @lock: protects @tgt_qps
+ * @tgt_qps: its XRC target QPs (vrdma_qp.xrc_entry), which an XRC SRQ
+ *	being destroyed visits to take itself away from them
+ */
+struct vrdma_xrcd {
+	struct ib_xrcd ibxrcd;
+	struct mutex lock;	/* see above */
+	struct list_head tgt_qps;
 };
 
 static inline struct vrdma_dev *to_vdev(struct ib_device *ibdev)
@@ -590,6 +621,28 @@ static inline struct vrdma_dev *to_vdev(struct ib_device *ibdev)
 static inline struct vrdma_ucontext *to_vuc(struct ib_ucontext *ibuc)
 {
 	return container_of(ibuc, struct vrdma_ucontext, ibuc);
+}
+
+static inline struct vrdma_xrcd *to_vxrcd(struct ib_xrcd *ibxrcd)
+{
+	return container_of(ibxrcd, struct vrdma_xrcd, ibxrcd);
+}
+
+/*
+ * XRC QPs are reliable connected QPs: the RC transport, with the SRQ named
+ * in each request.  vrdma_qp_is_rc() is true for all three kinds.
+ */
+static inline bool vrdma_qp_is_rc(struct vrdma_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+static inline bool vrdma_qp_is_xrc(struct vrdma_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
 }
 
 static inline struct vrdma_pd *to_vpd(struct ib_pd *ibpd)
@@ -927,6 +980,19 @@ int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_recv_wqe *wqe);
+
+/* xrc.c */
+int vrdma_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int vrdma_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+void vrdma_xrc_dev_init(struct vrdma_dev *vdev);
+void vrdma_xrc_dev_fini(struct vrdma_dev *vdev);
+int vrdma_xrc_srq_add(struct vrdma_dev *vdev, struct vrdma_srq *srq);
+void vrdma_xrc_srq_publish(struct vrdma_srq *srq);
+void vrdma_xrc_srq_del(struct vrdma_srq *srq);
+void vrdma_xrc_tgt_add(struct vrdma_qp *qp, struct ib_xrcd *ibxrcd);
+void vrdma_xrc_tgt_del(struct vrdma_qp *qp);
+void vrdma_xrc_tgt_reset(struct vrdma_qp *qp);
+bool vrdma_xrc_bind(struct vrdma_qp *qp, struct sk_buff *skb);
 
 /* ah.c */
 int vrdma_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,

@@ -167,7 +167,9 @@ enum vrdma_flush_level {
  * @ex: immediate data (big endian), or the rkey to invalidate (LOCAL_INV,
  *	SEND_WITH_INV)
  * @inline_len: bytes of @inline_data (with VRDMA_SEND_INLINE)
- * @reserved: must be zero
+ * @xrc_remote_srqn: on an XRC initiator QP (IBV_QPT_XRC_SEND), the number
+ *	of the XRC SRQ at the target that receives the message (its low 24
+ *	bits go in the XRCETH of every packet); zero on other QPs
  * @rdma: RDMA WRITE/READ target
  * @atomic: atomic operation target and operands
  * @ud: UD destination: @ud.ah is vrdma_create_ah_resp.ah; a
@@ -207,7 +209,7 @@ struct vrdma_send_wqe {
 		__u32 invalidate_rkey;
 	} ex;
 	__u32 inline_len;
-	__u32 reserved;
+	__u32 xrc_remote_srqn;
 	union {
 		struct {
 			__aligned_u64 remote_addr;
@@ -364,10 +366,15 @@ struct vrdma_create_cq_resp {
 
 /**
  * struct vrdma_create_qp_resp - driver data of create_qp
- * @sq: the send ring (empty for an SRQ-only or receive-only QP)
- * @rq: the receive ring (num_entries 0 when the QP uses an SRQ)
+ * @sq: the send ring
+ * @rq: the receive ring (num_entries 0 when the QP uses an SRQ, and for
+ *	an XRC initiator QP, which receives nothing)
  * @qpn: the QP number, also in the uverbs response; here for convenience
  * @reserved: zero
+ *
+ * An XRC target QP (IBV_QPT_XRC_RECV) has no rings and no driver data:
+ * ib_core creates it without udata, and its requests name, in their
+ * XRCETH, the XRC SRQ that takes them.
  */
 struct vrdma_create_qp_resp {
 	struct vrdma_ring_info sq;
@@ -380,7 +387,9 @@ struct vrdma_create_qp_resp {
  * struct vrdma_create_srq_resp - driver data of create_srq
  * @rq: the SRQ's receive ring, laid out as a QP's RQ (struct
  *	vrdma_recv_wqe entries)
- * @srqn: 0; only XRC SRQs would need a number on the wire
+ * @srqn: an XRC SRQ's number, which initiators name in their WQEs
+ *	(@xrc_remote_srqn of struct vrdma_send_wqe) and the XRCETH carries;
+ *	0 for a basic SRQ
  * @reserved: zero
  */
 struct vrdma_create_srq_resp {

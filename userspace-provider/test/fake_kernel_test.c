@@ -10,8 +10,9 @@
  * provider's contract would answer them; everything else goes to libc.  The
  * fake kernel allocates rings, returns struct vrdma_*_resp as driver data,
  * lets the provider map the rings, and on every SQ doorbell executes the
- * WQEs as a loopback RC device would (SEND, RDMA WRITE/READ, atomics),
- * producing CQEs.  Rings start near 2^32 so that every index wraps.
+ * WQEs as a loopback RC device would (SEND, RDMA WRITE/READ, atomics; XRC
+ * SENDs into the XRC SRQ they name), producing CQEs.  Rings start near
+ * 2^32 so that every index wraps.
  *
  * What it checks is the provider's half: the commands and driver data it
  * sends, how it maps and uses the rings, that post_recv and poll_cq make no
@@ -25,6 +26,7 @@
 #include <dlfcn.h>
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,9 @@
 /* where resize_cq puts the new ring's cons */
 #define RESIZE_START 0x12345670u
 #define FIRST_QPN 0x100
+/* the one XRC domain's handle, and the number of XRC SRQ n */
+#define KXRCD 9
+#define FIRST_SRQN 0x50
 
 /* ------------------------------------------------------------------------
  * The fake kernel.
@@ -80,6 +85,13 @@ struct kqp {
 	int state;
 };
 
+struct ksrq {
+	bool live;
+	uint32_t type, srqn;	/* srqn: XRC only */
+	int ring, cq;
+	uint32_t cons;
+};
+
 #define MAX_RINGS 128
 #define MAX_OBJS 16
 /* the last WQEs executed, as the ring held them */
@@ -91,9 +103,12 @@ static struct {
 	int nrings;
 	struct kcq cqs[MAX_OBJS];
 	struct kqp qps[MAX_OBJS];
+	struct ksrq srqs[MAX_OBJS];
 
 	/* knobs */
 	bool bad_sq_caps;	/* grant more SGEs than the SQ stride holds */
+	bool srq_supported;	/* else CREATE_SRQ is EOPNOTSUPP */
+	bool bad_srqn;		/* the driver data's srqn differs from uverbs' */
 	uint8_t atomic_cap;	/* what QUERY_DEVICE reports */
 	uint64_t device_cap_flags;
 
@@ -104,7 +119,10 @@ static struct {
 	bool refuse_writes;	/* write() fails with EACCES (other creds) */
 	int writes_refused;
 	int bad_index;
-	int qp_destroys, cq_destroys;
+	int qp_destroys, cq_destroys, srq_destroys;
+	int xrcds;		/* XRC domains open */
+	uint32_t xrcd_oflags;
+	int uhw_unexpected;	/* driver data room where none can come */
 	uint32_t last_post_send_len;
 	struct ib_uverbs_post_send last_post_send;
 	uint8_t last_wqe[VRDMA_SEND_WQE_HDR_SIZE];
@@ -195,26 +213,42 @@ static struct kqp *kqp_by_qpn(uint32_t qpn)
 	return NULL;
 }
 
-/* Takes the next receive WQE of qp into buf, like the module would. */
-static bool krq_take(struct kqp *qp, uint8_t *buf)
+/* Takes the next receive WQE of a ring into buf, like the module would. */
+static bool kring_take(int ring, uint32_t *cons, uint8_t *buf)
 {
 	struct vrdma_ring *hdr;
 	uint32_t prod;
 
-	if (qp->rq < 0)
+	if (ring < 0)
 		return false;
-	hdr = kring_hdr(qp->rq);
+	hdr = kring_hdr(ring);
 	prod = __atomic_load_n(&hdr->prod, __ATOMIC_ACQUIRE);
-	if (prod - qp->rq_cons > k.rings[qp->rq].n) {
+	if (prod - *cons > k.rings[ring].n) {
 		k.bad_index++;
 		return false;
 	}
-	if (prod == qp->rq_cons)
+	if (prod == *cons)
 		return false;
-	memcpy(buf, kring_entry(qp->rq, qp->rq_cons), k.rings[qp->rq].stride);
-	qp->rq_cons++;
-	__atomic_store_n(&hdr->cons, qp->rq_cons, __ATOMIC_RELEASE);
+	memcpy(buf, kring_entry(ring, *cons), k.rings[ring].stride);
+	(*cons)++;
+	__atomic_store_n(&hdr->cons, *cons, __ATOMIC_RELEASE);
 	return true;
+}
+
+static bool krq_take(struct kqp *qp, uint8_t *buf)
+{
+	return kring_take(qp->rq, &qp->rq_cons, buf);
+}
+
+static struct ksrq *ksrq_by_num(uint32_t srqn)
+{
+	int i;
+
+	for (i = 0; i < MAX_OBJS; i++)
+		if (k.srqs[i].live && k.srqs[i].type == IBV_SRQT_XRC &&
+		    k.srqs[i].srqn == srqn)
+			return &k.srqs[i];
+	return NULL;
 }
 
 static uint32_t gather(const struct vrdma_send_wqe *wqe, uint8_t *data)
@@ -256,9 +290,22 @@ static int kdeliver(struct kqp *src, struct kqp *dst,
 	uint8_t buf[4096];
 	struct vrdma_recv_wqe *rwqe = (struct vrdma_recv_wqe *)buf;
 	struct vrdma_cqe cqe = {};
+	struct ksrq *srq;
+	int cq;
 
-	if (!dst || !krq_take(dst, buf))
-		return IBV_WC_RNR_RETRY_EXC_ERR;
+	if (src->type == IBV_QPT_XRC_SEND) {
+		/* to the XRC SRQ the WQE names, through a target QP */
+		srq = ksrq_by_num(wqe->xrc_remote_srqn);
+		if (!dst || dst->type != IBV_QPT_XRC_RECV || !srq)
+			return IBV_WC_REM_INV_REQ_ERR;
+		if (!kring_take(srq->ring, &srq->cons, buf))
+			return IBV_WC_RNR_RETRY_EXC_ERR;
+		cq = srq->cq;
+	} else {
+		if (!dst || !krq_take(dst, buf))
+			return IBV_WC_RNR_RETRY_EXC_ERR;
+		cq = dst->recv_cq;
+	}
 
 	cqe.wr_id = rwqe->wr_id;
 	cqe.qp_num = dst->qpn;
@@ -281,7 +328,7 @@ static int kdeliver(struct kqp *src, struct kqp *dst,
 	if (wqe->opcode != IB_UVERBS_WR_RDMA_WRITE_WITH_IMM &&
 	    !scatter(rwqe->sge, rwqe->num_sge, data, len))
 		cqe.status = IBV_WC_LOC_LEN_ERR;
-	kcq_push(&k.cqs[dst->recv_cq], &cqe);
+	kcq_push(&k.cqs[cq], &cqe);
 	return IBV_WC_SUCCESS;
 }
 
@@ -376,10 +423,14 @@ static void krq_flush(struct kqp *qp)
 /* RESET: what is queued is dropped, the indices go on. */
 static void kqp_reset(struct kqp *qp)
 {
+	if (qp->sq < 0)
+		return;		/* an XRC target QP */
 	qp->sq_cons = __atomic_load_n(&kring_hdr(qp->sq)->prod,
 				      __ATOMIC_ACQUIRE);
 	__atomic_store_n(&kring_hdr(qp->sq)->cons, qp->sq_cons,
 			 __ATOMIC_RELEASE);
+	if (qp->rq < 0)
+		return;		/* an XRC initiator */
 	qp->rq_cons = __atomic_load_n(&kring_hdr(qp->rq)->prod,
 				      __ATOMIC_ACQUIRE);
 	__atomic_store_n(&kring_hdr(qp->rq)->cons, qp->rq_cons,
@@ -395,6 +446,10 @@ static void kdoorbell(struct kqp *qp)
 	uint32_t prod;
 
 	k.doorbells++;
+	if (qp->sq < 0) {
+		k.bad_index++;	/* rung on a QP without SQ */
+		return;
+	}
 	prod = __atomic_load_n(&hdr->prod, __ATOMIC_ACQUIRE);
 	if (prod - qp->sq_cons > k.rings[qp->sq].n) {
 		k.bad_index++;
@@ -507,36 +562,88 @@ static int kcreate_cq(struct ib_uverbs_ioctl_hdr *hdr)
 	return kuhw_out(hdr, &resp, sizeof(resp));
 }
 
-static int kcreate_qp(struct ib_uverbs_ioctl_hdr *hdr)
+static int kqp_slot(void)
 {
-	struct ib_uverbs_attr *cap_attr = kattr(hdr, UVERBS_ATTR_CREATE_QP_CAP);
-	struct vrdma_create_qp_resp resp = {};
-	struct ib_uverbs_qp_cap cap;
-	uint32_t h, stride;
-	struct kqp *qp;
+	int h;
 
 	for (h = 0; h < MAX_OBJS && k.qps[h].live; h++)
 		;
+	return h;
+}
+
+/*
+ * An XRC target QP: in the XRC domain alone, no rings, and (as ib_core
+ * creates it without udata) no driver data, nor room asked for any.
+ */
+static int kcreate_xrc_tgt(struct ib_uverbs_ioctl_hdr *hdr, int h)
+{
+	struct ib_uverbs_qp_cap cap = {};
+	struct kqp *qp = &k.qps[h];
+
+	if (kattr_idr(hdr, UVERBS_ATTR_CREATE_QP_XRCD_HANDLE) != KXRCD ||
+	    kattr(hdr, UVERBS_ATTR_CREATE_QP_PD_HANDLE) ||
+	    kattr(hdr, UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE) ||
+	    kattr(hdr, UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE))
+		return EINVAL;
+	if (kattr(hdr, UVERBS_ATTR_UHW_OUT) || kattr(hdr, UVERBS_ATTR_UHW_IN))
+		k.uhw_unexpected++;
+	*qp = (struct kqp){
+		.live = true,
+		.qpn = FIRST_QPN + h,
+		.type = IBV_QPT_XRC_RECV,
+		.sq = -1,
+		.rq = -1,
+		.send_cq = -1,
+		.recv_cq = -1,
+	};
+	kattr(hdr, UVERBS_ATTR_CREATE_QP_HANDLE)->data = h;
+	if (kattr_out(kattr(hdr, UVERBS_ATTR_CREATE_QP_RESP_CAP), &cap,
+		      sizeof(cap)) ||
+	    kattr_out(kattr(hdr, UVERBS_ATTR_CREATE_QP_RESP_QP_NUM), &qp->qpn,
+		      sizeof(qp->qpn)))
+		return ENOSPC;
+	return 0;
+}
+
+static int kcreate_qp(struct ib_uverbs_ioctl_hdr *hdr)
+{
+	struct ib_uverbs_attr *cap_attr = kattr(hdr, UVERBS_ATTR_CREATE_QP_CAP);
+	uint32_t type = kattr_u64(hdr, UVERBS_ATTR_CREATE_QP_TYPE);
+	struct vrdma_create_qp_resp resp = {};
+	bool ini = type == IBV_QPT_XRC_SEND;
+	struct ib_uverbs_qp_cap cap;
+	uint32_t stride;
+	struct kqp *qp;
+	int h = kqp_slot();
+
 	if (h == MAX_OBJS || !cap_attr || cap_attr->len != sizeof(cap))
 		return EINVAL;
+	if (type == IBV_QPT_XRC_RECV)
+		return kcreate_xrc_tgt(hdr, h);
 	if (kattr(hdr, UVERBS_ATTR_CREATE_QP_SRQ_HANDLE))
 		return EOPNOTSUPP;
 	if (kattr_idr(hdr, UVERBS_ATTR_CREATE_QP_PD_HANDLE) != 3)
 		return EINVAL;
 	memcpy(&cap, kattr_in(cap_attr), sizeof(cap));
-	if (!cap.max_send_wr || !cap.max_recv_wr || cap.max_send_sge > 32 ||
+	if (!cap.max_send_wr || cap.max_send_sge > 32 ||
 	    cap.max_recv_sge > 32 || cap.max_inline_data > 512)
+		return EINVAL;
+	/* an XRC initiator receives nothing: libibverbs asks for no RQ */
+	if (ini ? cap.max_recv_wr || cap.max_recv_sge ||
+		  kattr(hdr, UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE) :
+		  !cap.max_recv_wr)
 		return EINVAL;
 
 	qp = &k.qps[h];
 	*qp = (struct kqp){
 		.live = true,
 		.qpn = FIRST_QPN + h,
-		.type = kattr_u64(hdr, UVERBS_ATTR_CREATE_QP_TYPE),
+		.type = type,
 		.send_cq = kattr_idr(hdr, UVERBS_ATTR_CREATE_QP_SEND_CQ_HANDLE),
 		.recv_cq = kattr_idr(hdr, UVERBS_ATTR_CREATE_QP_RECV_CQ_HANDLE),
 		.sq_cons = RING_START,
 		.rq_cons = RING_START,
+		.rq = -1,
 	};
 
 	/* grant what the rounded-up rings hold */
@@ -551,14 +658,16 @@ static int kcreate_qp(struct ib_uverbs_ioctl_hdr *hdr)
 	cap.max_inline_data = stride - VRDMA_SEND_WQE_HDR_SIZE;
 	if (k.bad_sq_caps)
 		cap.max_send_sge++;
-	stride = pow2_at_least(VRDMA_RECV_WQE_HDR_SIZE + cap.max_recv_sge * 16);
-	qp->rq = kring_alloc(pow2_at_least(cap.max_recv_wr), stride,
-			     RING_START);
-	cap.max_recv_wr = k.rings[qp->rq].n;
-	cap.max_recv_sge = (stride - VRDMA_RECV_WQE_HDR_SIZE) / 16;
-
 	kring_info(qp->sq, &resp.sq);
-	kring_info(qp->rq, &resp.rq);
+	if (!ini) {
+		stride = pow2_at_least(VRDMA_RECV_WQE_HDR_SIZE +
+				       cap.max_recv_sge * 16);
+		qp->rq = kring_alloc(pow2_at_least(cap.max_recv_wr), stride,
+				     RING_START);
+		cap.max_recv_wr = k.rings[qp->rq].n;
+		cap.max_recv_sge = (stride - VRDMA_RECV_WQE_HDR_SIZE) / 16;
+		kring_info(qp->rq, &resp.rq);
+	}
 	resp.qpn = qp->qpn;
 
 	kattr(hdr, UVERBS_ATTR_CREATE_QP_HANDLE)->data = h;
@@ -566,6 +675,61 @@ static int kcreate_qp(struct ib_uverbs_ioctl_hdr *hdr)
 		      sizeof(cap)) ||
 	    kattr_out(kattr(hdr, UVERBS_ATTR_CREATE_QP_RESP_QP_NUM), &qp->qpn,
 		      sizeof(qp->qpn)))
+		return ENOSPC;
+	return kuhw_out(hdr, &resp, sizeof(resp));
+}
+
+/* CREATE_SRQ, basic or XRC: a receive ring, and an XRC SRQ's number. */
+static int kcreate_srq(struct ib_uverbs_ioctl_hdr *hdr)
+{
+	uint32_t type = kattr_u64(hdr, UVERBS_ATTR_CREATE_SRQ_TYPE);
+	uint32_t max_wr = kattr_u64(hdr, UVERBS_ATTR_CREATE_SRQ_MAX_WR);
+	uint32_t max_sge = kattr_u64(hdr, UVERBS_ATTR_CREATE_SRQ_MAX_SGE);
+	struct vrdma_create_srq_resp resp = {};
+	uint32_t h, stride, cq;
+	struct ksrq *srq;
+
+	if (!k.srq_supported)
+		return EOPNOTSUPP;	/* a module without SRQs */
+	for (h = 0; h < MAX_OBJS && k.srqs[h].live; h++)
+		;
+	if (h == MAX_OBJS || !max_wr || max_wr > 4096 || max_sge > 32 ||
+	    kattr_idr(hdr, UVERBS_ATTR_CREATE_SRQ_PD_HANDLE) != 3)
+		return EINVAL;
+	cq = kattr_idr(hdr, UVERBS_ATTR_CREATE_SRQ_CQ_HANDLE);
+	if (type == IB_UVERBS_SRQT_XRC) {
+		if (kattr_idr(hdr, UVERBS_ATTR_CREATE_SRQ_XRCD_HANDLE) !=
+			    KXRCD ||
+		    cq >= MAX_OBJS || !k.cqs[cq].live)
+			return EINVAL;
+	} else if (type != IB_UVERBS_SRQT_BASIC) {
+		return EOPNOTSUPP;
+	}
+
+	srq = &k.srqs[h];
+	*srq = (struct ksrq){
+		.live = true,
+		.type = type,
+		.srqn = type == IB_UVERBS_SRQT_XRC ? FIRST_SRQN + h : 0,
+		.cq = cq,
+		.cons = RING_START,
+	};
+	stride = pow2_at_least(VRDMA_RECV_WQE_HDR_SIZE + max_sge * 16);
+	srq->ring = kring_alloc(pow2_at_least(max_wr), stride, RING_START);
+	max_wr = k.rings[srq->ring].n;
+	max_sge = (stride - VRDMA_RECV_WQE_HDR_SIZE) / 16;
+	kring_info(srq->ring, &resp.rq);
+	resp.srqn = srq->srqn + k.bad_srqn;
+
+	kattr(hdr, UVERBS_ATTR_CREATE_SRQ_HANDLE)->data = h;
+	if (kattr_out(kattr(hdr, UVERBS_ATTR_CREATE_SRQ_RESP_MAX_WR), &max_wr,
+		      sizeof(max_wr)) ||
+	    kattr_out(kattr(hdr, UVERBS_ATTR_CREATE_SRQ_RESP_MAX_SGE),
+		      &max_sge, sizeof(max_sge)))
+		return ENOSPC;
+	if (type == IB_UVERBS_SRQT_XRC &&
+	    kattr_out(kattr(hdr, UVERBS_ATTR_CREATE_SRQ_RESP_SRQ_NUM),
+		      &srq->srqn, sizeof(srq->srqn)))
 		return ENOSPC;
 	return kuhw_out(hdr, &resp, sizeof(resp));
 }
@@ -726,6 +890,51 @@ static int kinvoke_write(struct ib_uverbs_ioctl_hdr *hdr)
 			qp->dest_qpn = req->dest_qp_num;
 		return 0;
 	}
+	case IB_USER_VERBS_CMD_QUERY_QP: {
+		const struct ib_uverbs_query_qp *req = in;
+		struct ib_uverbs_query_qp_resp resp = {};
+
+		if (inlen < sizeof(*req) || outlen < sizeof(resp) ||
+		    req->qp_handle >= MAX_OBJS || !k.qps[req->qp_handle].live)
+			return EINVAL;
+		resp.qp_state = k.qps[req->qp_handle].state;
+		resp.dest_qp_num = k.qps[req->qp_handle].dest_qpn;
+		memcpy(out, &resp, sizeof(resp));
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_OPEN_XRCD: {
+		const struct ib_uverbs_open_xrcd *req = in;
+		struct ib_uverbs_open_xrcd_resp resp = { .xrcd_handle = KXRCD };
+
+		if (inlen < sizeof(*req) || outlen < sizeof(resp))
+			return EINVAL;
+		k.xrcds++;
+		k.xrcd_oflags = req->oflags;
+		memcpy(out, &resp, sizeof(resp));
+		return 0;
+	}
+	case IB_USER_VERBS_CMD_OPEN_QP: {
+		/* a second handle on the target QP: here a copy of it */
+		const struct ib_uverbs_open_qp *req = in;
+		struct ib_uverbs_create_qp_resp resp = {};
+		struct kqp *t;
+		int h = kqp_slot();
+
+		if (inlen < sizeof(*req) || outlen < sizeof(resp) ||
+		    h == MAX_OBJS || req->pd_handle != KXRCD ||
+		    req->qp_type != IBV_QPT_XRC_RECV)
+			return EINVAL;
+		t = kqp_by_qpn(req->qpn);
+		if (!t || t->type != IBV_QPT_XRC_RECV)
+			return EINVAL;
+		if (kattr(hdr, UVERBS_ATTR_UHW_OUT))
+			k.uhw_unexpected++;
+		k.qps[h] = *t;
+		resp.qp_handle = h;
+		resp.qpn = t->qpn;
+		memcpy(out, &resp, sizeof(resp));
+		return 0;
+	}
 	case IB_USER_VERBS_CMD_POST_SEND:
 		return kpost_send(in, inlen, out, outlen);
 	case IB_USER_VERBS_CMD_POST_RECV: {
@@ -799,7 +1008,24 @@ static int kioctl(struct ib_uverbs_ioctl_hdr *hdr)
 				 sizeof(resp));
 	}
 	case UVERBS_OBJECT_SRQ << 16 | UVERBS_METHOD_SRQ_CREATE:
-		return EOPNOTSUPP;	/* a module without SRQs */
+		return kcreate_srq(hdr);
+	case UVERBS_OBJECT_SRQ << 16 | UVERBS_METHOD_SRQ_DESTROY: {
+		struct ib_uverbs_destroy_srq_resp resp = {};
+
+		h = kattr(hdr, UVERBS_ATTR_DESTROY_SRQ_HANDLE)->data;
+		if (h >= MAX_OBJS || !k.srqs[h].live)
+			return EINVAL;
+		k.srqs[h].live = false;
+		k.srq_destroys++;
+		return kattr_out(kattr(hdr, UVERBS_ATTR_DESTROY_SRQ_RESP), &resp,
+				 sizeof(resp));
+	}
+	case UVERBS_OBJECT_XRCD << 16 | UVERBS_METHOD_XRCD_DESTROY:
+		if (kattr(hdr, UVERBS_ATTR_DESTROY_XRCD_HANDLE)->data != KXRCD ||
+		    !k.xrcds)
+			return EINVAL;
+		k.xrcds--;
+		return 0;
 	case UVERBS_OBJECT_PD << 16 | UVERBS_METHOD_PD_DESTROY:
 	case UVERBS_OBJECT_MR << 16 | UVERBS_METHOD_MR_DESTROY:
 	case UVERBS_OBJECT_AH << 16 | UVERBS_METHOD_AH_DESTROY:
@@ -2535,6 +2761,418 @@ static void test_ud(void)
 	CHECK_EQ(0, ibv_destroy_qp(q));
 }
 
+/* ---- XRC --------------------------------------------------------------- */
+
+static struct ibv_xrcd *xrcd;
+static struct ibv_srq *xsrq;	/* an XRC SRQ completing on rcq */
+static uint32_t xsrqn;
+static struct ibv_qp *xtgt, *xini, *xopened;
+static int xrc_mapped;		/* rings mapped before any XRC object */
+
+#define XSRQ_ATTR_MASK							\
+	(IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |		\
+	 IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ)
+
+static int post_srq_buf(struct ibv_srq *srq, uint64_t wr_id, void *buf,
+			uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 };
+	struct ibv_recv_wr *bad = NULL;
+
+	return ibv_post_srq_recv(srq, &wr, &bad);
+}
+
+/* An XRC initiator to RTS, its destination the target QP xtgt. */
+static int xrc_connect(struct ibv_qp *q)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.dest_qp_num = xtgt->qp_num,
+		.ah_attr = { .is_global = 1, .port_num = 1 },
+	};
+	int ret;
+
+	ret = to_init(q);
+	if (!ret)
+		ret = ibv_modify_qp(q, &attr,
+				    IBV_QP_STATE | IBV_QP_AV |
+					    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					    IBV_QP_RQ_PSN);
+	if (!ret)
+		ret = to_rts(q);
+	return ret;
+}
+
+static void test_xrcd_srq(void)
+{
+	struct ibv_xrcd_init_attr xattr = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+	struct ibv_srq_init_attr_ex attr = {
+		.attr = { .max_wr = 5, .max_sge = 1 },
+		.comp_mask = XSRQ_ATTR_MASK & ~IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC,
+		.pd = pd,
+		.cq = rcq,
+		.srq_context = &attr,
+	};
+	struct vrdma_srq *vsrq;
+	int calls = k.syscalls, destroys = k.srq_destroys;
+	struct ibv_srq *srq;
+	uint32_t num = 0;
+
+	xrc_mapped = mapped_rings();
+	/* refused before the kernel is asked */
+	errno = 0;
+	CHECK(!ibv_open_xrcd(ctx, &xattr));
+	CHECK_EQ(EINVAL, errno);
+	xattr.comp_mask = IBV_XRCD_INIT_ATTR_RESERVED - 1 +
+			  IBV_XRCD_INIT_ATTR_RESERVED;
+	errno = 0;
+	CHECK(!ibv_open_xrcd(ctx, &xattr));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	CHECK_EQ(calls, k.syscalls);
+
+	xattr.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	xrcd = ibv_open_xrcd(ctx, &xattr);
+	CHECK(xrcd);
+	if (!xrcd)
+		exit(1);
+	CHECK_EQ(1, k.xrcds);
+	CHECK_EQ(O_CREAT, k.xrcd_oflags);
+	CHECK(xrcd->context == ctx);
+	attr.xrcd = xrcd;
+
+	calls = k.syscalls;
+	errno = 0;
+	CHECK(!ibv_create_srq_ex(ctx, &attr));		/* XRC needs a CQ */
+	CHECK_EQ(EINVAL, errno);
+	attr.comp_mask = XSRQ_ATTR_MASK | IBV_SRQ_INIT_ATTR_TM;
+	errno = 0;
+	CHECK(!ibv_create_srq_ex(ctx, &attr));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	attr.comp_mask = XSRQ_ATTR_MASK;
+	attr.srq_type = IBV_SRQT_TM;
+	errno = 0;
+	CHECK(!ibv_create_srq_ex(ctx, &attr));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	attr.srq_type = IBV_SRQT_XRC;
+	CHECK_EQ(calls, k.syscalls);
+
+	k.srq_supported = true;
+	/* driver data and uverbs disagree on the number: EPROTO, destroyed */
+	k.bad_srqn = true;
+	errno = 0;
+	CHECK(!ibv_create_srq_ex(ctx, &attr));
+	CHECK_EQ(EPROTO, errno);
+	CHECK_EQ(destroys + 1, k.srq_destroys);
+	CHECK_EQ(xrc_mapped, mapped_rings());
+	k.bad_srqn = false;
+
+	xsrq = ibv_create_srq_ex(ctx, &attr);
+	CHECK(xsrq);
+	if (!xsrq) {
+		printf("# ibv_create_srq_ex: %s\n", strerror(errno));
+		exit(1);
+	}
+	CHECK_EQ(xrc_mapped + 1, mapped_rings());
+	CHECK_EQ(8, attr.attr.max_wr);
+	CHECK_EQ(0, ibv_get_srq_num(xsrq, &xsrqn));
+	CHECK_EQ(FIRST_SRQN + xsrq->handle, xsrqn);
+	CHECK(xsrq->pd == pd);
+	CHECK(xsrq->srq_context == &attr);
+	vsrq = vrdma_container_of(xsrq, struct vrdma_srq, vsrq.srq);
+	CHECK_EQ(IBV_SRQT_XRC, vsrq->vsrq.srq_type);
+	CHECK(vsrq->vsrq.cq == rcq);
+	CHECK_EQ(1, vsrq->rq.max_sge);
+
+	/* a basic SRQ, through create_srq_ex too, has no number */
+	attr.comp_mask = IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ;
+	srq = ibv_create_srq_ex(ctx, &attr);
+	CHECK(srq);
+	if (!srq)
+		return;
+	CHECK_EQ(EINVAL, ibv_get_srq_num(srq, &num));
+	CHECK_EQ(0, k.srqs[srq->handle].srqn);
+	CHECK_EQ(0, ibv_destroy_srq(srq));
+	CHECK_EQ(xrc_mapped + 1, mapped_rings());
+	CHECK_EQ(0, k.uhw_short);
+}
+
+static void test_xrc_qps(void)
+{
+	struct ibv_qp_init_attr_ex tattr = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+		.xrcd = xrcd,
+		.send_cq = scq,
+	};
+	struct ibv_qp_init_attr_ex iattr = {
+		.qp_type = IBV_QPT_XRC_SEND,
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.srq = xsrq,
+		.cap = { .max_send_wr = 5, .max_send_sge = 1,
+			 .max_recv_wr = 5, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = pd,
+	};
+	struct ibv_qp_open_attr oattr = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			     IBV_QP_OPEN_ATTR_TYPE |
+			     IBV_QP_OPEN_ATTR_RESERVED,
+		.xrcd = xrcd,
+		.qp_type = IBV_QPT_XRC_RECV,
+	};
+	struct ibv_sge sge = { .addr = (uintptr_t)SRC, .length = 4,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 0xb1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+		.qp_type.xrc.remote_srqn = xsrqn,
+	};
+	struct vrdma_send_wqe *wqe = (struct vrdma_send_wqe *)k.last_wqe;
+	int calls = k.syscalls, mapped = mapped_rings();
+	struct ibv_qp_init_attr init;
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp_attr qattr;
+	struct vrdma_qp *vqp;
+	struct ibv_wc wc[4];
+
+	/* refused before the kernel is asked */
+	errno = 0;
+	CHECK(!ibv_create_qp_ex(ctx, &tattr));	/* a target needs an XRCD */
+	CHECK_EQ(EINVAL, errno);
+	errno = 0;
+	CHECK(!ibv_create_qp_ex(ctx, &iattr));	/* an initiator, an SRQ */
+	CHECK_EQ(EINVAL, errno);
+	errno = 0;
+	CHECK(!ibv_open_qp(ctx, &oattr));
+	CHECK_EQ(EOPNOTSUPP, errno);
+	oattr.comp_mask &= ~IBV_QP_OPEN_ATTR_RESERVED;
+	oattr.qp_type = IBV_QPT_RC;
+	errno = 0;
+	CHECK(!ibv_open_qp(ctx, &oattr));
+	CHECK_EQ(EINVAL, errno);
+	oattr.qp_type = IBV_QPT_XRC_RECV;
+	CHECK_EQ(calls, k.syscalls);
+
+	/* a target QP: no rings, no driver data, nothing of the attr's */
+	tattr.comp_mask = IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_PD;
+	xtgt = ibv_create_qp_ex(ctx, &tattr);
+	CHECK(xtgt);
+	if (!xtgt) {
+		printf("# XRC target: %s\n", strerror(errno));
+		exit(1);
+	}
+	CHECK_EQ(mapped, mapped_rings());
+	CHECK_EQ(0, k.uhw_unexpected);
+	CHECK_EQ(IBV_QPT_XRC_RECV, xtgt->qp_type);
+	CHECK(!xtgt->pd && !xtgt->send_cq && !xtgt->recv_cq && !xtgt->srq);
+	CHECK_EQ(0, to_init(xtgt));
+	CHECK_EQ(0, to_rtr(xtgt));
+
+	/* an initiator: an SQ and nothing to receive with */
+	iattr.srq = NULL;
+	xini = ibv_create_qp_ex(ctx, &iattr);
+	CHECK(xini);
+	if (!xini) {
+		printf("# XRC initiator: %s\n", strerror(errno));
+		exit(1);
+	}
+	CHECK_EQ(mapped + 1, mapped_rings());
+	CHECK_EQ(0, iattr.cap.max_recv_wr);
+	CHECK(!xini->recv_cq && !xini->srq);
+	vqp = vrdma_container_of(xini, struct vrdma_qp, vqp.qp);
+	CHECK(vqp->sq.ring.hdr && !vqp->rq.ring.hdr);
+	CHECK(vqp->sq.limits.xrc);
+	CHECK_EQ(0, xrc_connect(xini));
+
+	/* opened by number, in the same XRC domain: a handle, no ring */
+	oattr.qp_num = xtgt->qp_num;
+	xopened = ibv_open_qp(ctx, &oattr);
+	CHECK(xopened);
+	if (!xopened) {
+		printf("# ibv_open_qp: %s\n", strerror(errno));
+		exit(1);
+	}
+	CHECK_EQ(xtgt->qp_num, xopened->qp_num);
+	CHECK(xtgt->handle != xopened->handle);
+	CHECK_EQ(IBV_QPS_UNKNOWN, xopened->state);
+	CHECK_EQ(mapped + 1, mapped_rings());
+	CHECK_EQ(0, ibv_query_qp(xopened, &qattr, IBV_QP_STATE, &init));
+	CHECK_EQ(IBV_QPS_RTR, qattr.qp_state);
+	CHECK_EQ(IBV_QPS_RTR, xopened->state);
+
+	/*
+	 * Nothing to post on a target QP, nor to receive with on an
+	 * initiator: EINVAL with bad_wr, and no system call.
+	 */
+	calls = k.syscalls;
+	CHECK_EQ(EINVAL, ibv_post_send(xtgt, &wr, &bad));
+	CHECK(bad == &wr);
+	bad = NULL;
+	CHECK_EQ(EINVAL, ibv_post_send(xopened, &wr, &bad));
+	CHECK(bad == &wr);
+	CHECK_EQ(EINVAL, post_recv_buf(xtgt, 1, DST, 8));
+	CHECK_EQ(EINVAL, post_recv_buf(xopened, 1, DST, 8));
+	CHECK_EQ(EINVAL, post_recv_buf(xini, 1, DST, 8));
+	CHECK_EQ(calls, k.syscalls);
+
+	/*
+	 * A SEND to the XRC SRQ: received from its ring, completed on its CQ
+	 * with the number of the target QP (which this process may not even
+	 * have), and the WQE named the SRQ.
+	 */
+	memcpy(SRC, "xrc!", 4);
+	memset(DST, 0, 8);
+	CHECK_EQ(0, post_srq_buf(xsrq, 0xa1, DST, 64));
+	CHECK_EQ(calls, k.syscalls);
+	CHECK_EQ(0, ibv_post_send(xini, &wr, &bad));
+	CHECK_EQ(calls + 1, k.syscalls);
+	CHECK_EQ(xsrqn, wqe->xrc_remote_srqn);
+	CHECK_EQ(1, ibv_poll_cq(rcq, 4, wc));
+	CHECK_EQ(0xa1, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_SUCCESS, wc[0].status);
+	CHECK_EQ(IBV_WC_RECV, wc[0].opcode);
+	CHECK_EQ(xtgt->qp_num, wc[0].qp_num);
+	CHECK_EQ(xini->qp_num, wc[0].src_qp);
+	CHECK_EQ(4, wc[0].byte_len);
+	CHECK(!memcmp(DST, "xrc!", 4));
+	CHECK_EQ(1, ibv_poll_cq(scq, 4, wc));
+	CHECK_EQ(0xb1, wc[0].wr_id);
+	CHECK_EQ(IBV_WC_SUCCESS, wc[0].status);
+
+	/* a target QP's RESET leaves its receives on the SRQ's CQ */
+	CHECK_EQ(0, post_srq_buf(xsrq, 0xa2, DST, 64));
+	CHECK_EQ(0, ibv_post_send(xini, &wr, &bad));
+	CHECK_EQ(0, ibv_modify_qp(xtgt, &(struct ibv_qp_attr){
+					.qp_state = IBV_QPS_RESET,
+				  }, IBV_QP_STATE));
+	CHECK_EQ(1, ibv_poll_cq(rcq, 4, wc));
+	CHECK_EQ(0xa2, wc[0].wr_id);
+	CHECK_EQ(xtgt->qp_num, wc[0].qp_num);
+	CHECK_EQ(1, ibv_poll_cq(scq, 4, wc));
+	CHECK_EQ(0, to_init(xtgt));
+	CHECK_EQ(0, to_rtr(xtgt));
+	CHECK_EQ(0, k.bad_index);
+}
+
+/* ibv_wr_set_xrc_srqn(): the same WQE as post_send's, on initiators only. */
+static void test_xrc_wr(void)
+{
+	static const uint64_t refused[] = {
+		IBV_QP_EX_WITH_ATOMIC_WRITE,
+		IBV_QP_EX_WITH_SEND_WITH_INV,
+		IBV_QP_EX_WITH_LOCAL_INV,
+		IBV_QP_EX_WITH_BIND_MW,
+	};
+	struct ibv_qp_init_attr_ex attr = {
+		.qp_type = IBV_QPT_XRC_SEND,
+		.send_cq = scq,
+		.cap = { .max_send_wr = 5, .max_send_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = pd,
+	};
+	struct ibv_sge sge = { .addr = (uintptr_t)SRC, .length = 4,
+			       .lkey = mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 0xc1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htobe32(0x77),
+		.send_flags = IBV_SEND_SIGNALED,
+		.qp_type.xrc.remote_srqn = xsrqn,
+	};
+	uint8_t a[WQE_LOG_SIZE];
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_qp_ex *x, *rcx;
+	struct ibv_qp *q, *rc;
+	struct ibv_wc wc[4];
+	unsigned int i;
+
+	k.atomic_cap = IBV_ATOMIC_HCA;
+	k.device_cap_flags = IBV_DEVICE_MEM_WINDOW;
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		attr.send_ops_flags = IBV_QP_EX_WITH_SEND | refused[i];
+		errno = 0;
+		CHECK(!ibv_create_qp_ex(ctx, &attr));
+		CHECK_EQ(EOPNOTSUPP, errno);
+	}
+	attr.send_ops_flags = RC_WR_OPS | ATOMIC_WR_OPS;
+	q = ibv_create_qp_ex(ctx, &attr);
+	x = q ? ibv_qp_to_qp_ex(q) : NULL;
+	CHECK(x);
+	if (!x)
+		return;
+	CHECK_EQ(0, xrc_connect(q));
+
+	CHECK_EQ(0, post_srq_buf(xsrq, 0xa3, DST, 64));
+	CHECK_EQ(0, ibv_post_send(q, &wr, &bad));
+	memcpy(a, executed(0), sizeof(a));
+	CHECK_EQ(0, post_srq_buf(xsrq, 0xa4, DST, 64));
+	ibv_wr_start(x);
+	wr_api_build(x, &wr);
+	ibv_wr_set_xrc_srqn(x, xsrqn);
+	CHECK_EQ(0, ibv_wr_complete(x));
+	CHECK_EQ(xsrqn, ((struct vrdma_send_wqe *)executed(0))->xrc_remote_srqn);
+	CHECK_EQ(wqe_len(a), wqe_len(executed(0)));
+	CHECK(!memcmp(a, executed(0), wqe_len(a)));
+	CHECK_EQ(2, ibv_poll_cq(rcq, 4, wc));
+	CHECK_EQ(0xa3, wc[0].wr_id);
+	CHECK_EQ(0xa4, wc[1].wr_id);
+	CHECK_EQ(htobe32(0x77), wc[1].imm_data);
+	CHECK_EQ(xtgt->qp_num, wc[1].qp_num);
+	CHECK_EQ(2, ibv_poll_cq(scq, 4, wc));
+
+	/* the setter with no WQE to set */
+	ibv_wr_start(x);
+	ibv_wr_set_xrc_srqn(x, xsrqn);
+	CHECK_EQ(EINVAL, ibv_wr_complete(x));
+	CHECK_EQ(0, ibv_destroy_qp(q));
+
+	/* nor on another QP type */
+	attr.qp_type = IBV_QPT_RC;
+	attr.recv_cq = rcq;
+	attr.cap.max_recv_wr = 1;
+	attr.cap.max_recv_sge = 1;
+	attr.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	rc = ibv_create_qp_ex(ctx, &attr);
+	rcx = rc ? ibv_qp_to_qp_ex(rc) : NULL;
+	CHECK(rcx);
+	if (!rcx)
+		return;
+	CHECK_EQ(0, connect_loopback(rc));
+	ibv_wr_start(rcx);
+	ibv_wr_send(rcx);
+	ibv_wr_set_xrc_srqn(rcx, xsrqn);
+	CHECK_EQ(EINVAL, ibv_wr_complete(rcx));
+	CHECK_EQ(0, ibv_destroy_qp(rc));
+}
+
+/* Each handle goes on its own; no ring was ever mapped for a target QP. */
+static void test_xrc_destroy(void)
+{
+	int destroys = k.qp_destroys;
+
+	CHECK_EQ(0, ibv_destroy_qp(xopened));
+	CHECK_EQ(0, ibv_destroy_qp(xtgt));
+	CHECK_EQ(0, ibv_destroy_qp(xini));
+	CHECK_EQ(destroys + 3, k.qp_destroys);
+	CHECK_EQ(0, ibv_destroy_srq(xsrq));
+	CHECK_EQ(xrc_mapped, mapped_rings());
+	CHECK_EQ(0, ibv_close_xrcd(xrcd));
+	CHECK_EQ(0, k.xrcds);
+	CHECK_EQ(0, k.uhw_unexpected);
+}
+
 static void test_destroy(void)
 {
 	CHECK_EQ(0, ibv_destroy_qp(qp));
@@ -2548,6 +3186,7 @@ static void test_destroy(void)
 
 	CHECK_EQ(0, k.unknown);
 	CHECK_EQ(0, k.uhw_short);
+	CHECK_EQ(0, k.uhw_unexpected);
 	CHECK_EQ(0, k.overflow);
 	CHECK_EQ(0, k.bad_index);
 }
@@ -2600,6 +3239,13 @@ static const struct tap_test tests[] = {
 	{ "granted caps the ring cannot hold: EPROTO, QP destroyed",
 	  test_bad_caps },
 	{ "UD: create_ah, the kernel's AH handle in the WQE", test_ud },
+	{ "XRC: open_xrcd, XRC SRQ and its number, refusals",
+	  test_xrcd_srq },
+	{ "XRC: target QP without rings, initiator without RQ, open_qp",
+	  test_xrc_qps },
+	{ "XRC: ibv_wr_set_xrc_srqn writes what post_send does",
+	  test_xrc_wr },
+	{ "XRC: destroy the QPs, the SRQ, close the XRCD", test_xrc_destroy },
 	{ "destroy everything, every ring unmapped", test_destroy },
 };
 

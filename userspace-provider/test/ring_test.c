@@ -127,6 +127,7 @@ static void test_abi_sizes(void)
 	CHECK_EQ(8, offsetof(struct vrdma_send_wqe, opcode));
 	CHECK_EQ(12, offsetof(struct vrdma_send_wqe, ex));
 	CHECK_EQ(16, offsetof(struct vrdma_send_wqe, inline_len));
+	CHECK_EQ(20, offsetof(struct vrdma_send_wqe, xrc_remote_srqn));
 	CHECK_EQ(24, offsetof(struct vrdma_send_wqe, rdma.remote_addr));
 	CHECK_EQ(48, offsetof(struct vrdma_send_wqe, atomic.rkey));
 	CHECK_EQ(32, offsetof(struct vrdma_send_wqe, ud.remote_qkey));
@@ -261,7 +262,7 @@ static void test_send_sge_layout(void)
 	CHECK_EQ(VRDMA_SEND_SIGNALED, wqe->flags);
 	CHECK_EQ(0, wqe->ex.imm_data);
 	CHECK_EQ(0, wqe->inline_len);
-	CHECK_EQ(0, wqe->reserved);
+	CHECK_EQ(0, wqe->xrc_remote_srqn);
 	CHECK(all_bytes(wqe->pad, sizeof(wqe->pad), 0));
 	CHECK_EQ(sge[0].addr, wqe->sge[0].addr);
 	CHECK_EQ(sge[0].length, wqe->sge[0].length);
@@ -554,6 +555,51 @@ static void test_send_ud(void)
 	CHECK_EQ(EINVAL, vrdma_sq_post(&f.r, &ud, &wr, &bad));
 	CHECK(bad == &wr);
 	CHECK_EQ(1, hdr(&f)->prod);
+	fake_ring_free(&f);
+}
+
+/*
+ * XRC initiator: every WQE names the target's SRQ, the rest as RC; other
+ * QPs leave the field zero whatever the request holds.
+ */
+static void test_send_xrc(void)
+{
+	struct vrdma_sq_limits xrc = rc_limits;
+	struct ibv_sge sge = { .addr = 0x9000, .length = 8, .lkey = 7 };
+	struct ibv_send_wr wr[2] = {
+		{ .wr_id = 1, .next = &wr[1], .sg_list = &sge, .num_sge = 1,
+		  .opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htobe32(9),
+		  .qp_type.xrc.remote_srqn = 0x123456 },
+		{ .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+		  .opcode = IBV_WR_RDMA_READ,
+		  .wr.rdma = { .remote_addr = 0x1000, .rkey = 0x55 },
+		  /* passed on: the kernel judges it */
+		  .qp_type.xrc.remote_srqn = 0x1000000 },
+	};
+	struct ibv_send_wr *bad = bad_send_sentinel();
+	struct vrdma_send_wqe *wqe;
+	struct fake_ring f;
+
+	xrc.xrc = true;
+	fake_ring_init(&f, 8, 128, 0, true);
+	CHECK_EQ(0, vrdma_sq_post(&f.r, &xrc, wr, &bad));
+	CHECK_EQ(2, hdr(&f)->prod);
+	wqe = send_slot(&f, 0);
+	CHECK_EQ(IB_UVERBS_WR_SEND_WITH_IMM, wqe->opcode);
+	CHECK_EQ(htobe32(9), wqe->ex.imm_data);
+	CHECK_EQ(0x123456, wqe->xrc_remote_srqn);
+	CHECK_EQ(1, wqe->num_sge);
+	wqe = send_slot(&f, 1);
+	CHECK_EQ(IB_UVERBS_WR_RDMA_READ, wqe->opcode);
+	CHECK_EQ(0x1000000, wqe->xrc_remote_srqn);
+	CHECK_EQ(0x1000, wqe->rdma.remote_addr);
+	CHECK_EQ(0x55, wqe->rdma.rkey);
+
+	/* an RC QP ignores the XRC field of the request */
+	wr[0].next = NULL;
+	CHECK_EQ(0, vrdma_sq_post(&f.r, &rc_limits, wr, &bad));
+	CHECK_EQ(0, send_slot(&f, 2)->xrc_remote_srqn);
+	CHECK(bad == bad_send_sentinel());
 	fake_ring_free(&f);
 }
 
@@ -1037,6 +1083,7 @@ static const struct tap_test tests[] = {
 	{ "send: imm_data and invalidate_rkey", test_send_imm_inv },
 	{ "send: memory window bind fields", test_send_bind },
 	{ "send: UD address handle (the kernel's), QPN, Q_Key", test_send_ud },
+	{ "send: XRC initiator names the remote SRQ", test_send_xrc },
 	{ "send: inline data layout and max_inline_data",
 	  test_send_inline },
 	{ "send: num_sge beyond max_send_sge is EINVAL with bad_wr",

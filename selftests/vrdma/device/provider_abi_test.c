@@ -690,9 +690,12 @@ TEST(command_layout)
 	EXPECT_CMD(ibv_create_cq, ib_uverbs_create_cq, 40);
 	EXPECT_CMD(ibv_create_qp, ib_uverbs_create_qp, 64);
 	EXPECT_CMD(ibv_create_srq, ib_uverbs_create_srq, 40);
+	EXPECT_CMD(ibv_create_xsrq, ib_uverbs_create_xsrq, 56);
 	EXPECT_CMD(ibv_get_context, ib_uverbs_get_context, 16);
 	EXPECT_CMD(ibv_modify_qp, ib_uverbs_modify_qp, 120);
 	EXPECT_CMD(ibv_modify_srq, ib_uverbs_modify_srq, 24);
+	EXPECT_CMD(ibv_open_qp, ib_uverbs_open_qp, 40);
+	EXPECT_CMD(ibv_open_xrcd, ib_uverbs_open_xrcd, 24);
 	EXPECT_CMD(ibv_query_port, ib_uverbs_query_port, 24);
 	EXPECT_CMD(ibv_query_qp, ib_uverbs_query_qp, 24);
 	EXPECT_CMD(ibv_query_srq, ib_uverbs_query_srq, 24);
@@ -732,6 +735,11 @@ TEST(command_layout)
 		  sizeof(struct vrdma_cmd_create_srq));
 	EXPECT_EQ(16, offsetof(struct vrdma_cmd_create_srq_resp, drv_payload));
 	EXPECT_EQ(16 + 32, sizeof(struct vrdma_cmd_create_srq_resp));
+	/* create_srq_ex: the same answer, after the XSRQ command */
+	EXPECT_EQ(sizeof(struct ibv_create_xsrq),
+		  sizeof(struct vrdma_cmd_create_xsrq));
+	EXPECT_EQ(16, offsetof(struct vrdma_cmd_create_xsrq_resp, drv_payload));
+	EXPECT_EQ(16 + 32, sizeof(struct vrdma_cmd_create_xsrq_resp));
 }
 
 /* The structs whose fields libibverbs fills, as v44 has them on LP64. */
@@ -767,7 +775,20 @@ TEST(struct_layout)
 	EXPECT_EQ(sizeof(struct ibv_mr) + 8, sizeof(struct verbs_mr));
 	EXPECT_EQ(sizeof(struct ibv_mr), offsetof(struct verbs_mr, mr_type));
 	EXPECT_EQ(sizeof(struct ibv_qp_ex), offsetof(struct verbs_qp, comp_mask));
+	EXPECT_EQ(sizeof(struct ibv_qp_ex) + 8, offsetof(struct verbs_qp, xrcd));
 	EXPECT_EQ(sizeof(struct ibv_cq_ex), sizeof(struct verbs_cq));
+
+	/* what ibv_cmd_open_xrcd() and ibv_cmd_create_srq_ex() fill in */
+	EXPECT_EQ(8, sizeof(struct ibv_xrcd));
+	EXPECT_EQ(8, offsetof(struct verbs_xrcd, comp_mask));
+	EXPECT_EQ(12, offsetof(struct verbs_xrcd, handle));
+	EXPECT_EQ(16, sizeof(struct verbs_xrcd));
+	EXPECT_EQ(128, sizeof(struct ibv_srq));
+	EXPECT_EQ(128, offsetof(struct verbs_srq, srq_type));
+	EXPECT_EQ(136, offsetof(struct verbs_srq, xrcd));
+	EXPECT_EQ(144, offsetof(struct verbs_srq, cq));
+	EXPECT_EQ(152, offsetof(struct verbs_srq, srq_num));
+	EXPECT_EQ(160, sizeof(struct verbs_srq));
 }
 
 /*
@@ -796,15 +817,17 @@ TEST(verbs_qp_ex)
 	X(verbs_uninit_context) X(verbs_set_ops) X(verbs_init_cq)	\
 	X(ibv_cmd_get_context) X(ibv_cmd_query_device_any)		\
 	X(ibv_cmd_query_port) X(ibv_cmd_alloc_pd) X(ibv_cmd_dealloc_pd)	\
+	X(ibv_cmd_open_xrcd) X(ibv_cmd_close_xrcd)			\
 	X(ibv_cmd_reg_mr) X(ibv_cmd_rereg_mr) X(ibv_cmd_dereg_mr)	\
 	X(ibv_cmd_query_context) X(ibv_cmd_query_mr)			\
 	X(ibv_cmd_alloc_mw) X(ibv_cmd_dealloc_mw)			\
 	X(ibv_cmd_create_cq) X(ibv_cmd_create_cq_ex)			\
 	X(ibv_cmd_req_notify_cq) X(ibv_cmd_resize_cq)			\
 	X(ibv_cmd_destroy_cq) X(ibv_cmd_create_srq)			\
+	X(ibv_cmd_create_srq_ex)					\
 	X(ibv_cmd_modify_srq) X(ibv_cmd_query_srq)			\
 	X(ibv_cmd_destroy_srq) X(ibv_cmd_create_qp)			\
-	X(ibv_cmd_create_qp_ex) X(ibv_cmd_query_qp)			\
+	X(ibv_cmd_create_qp_ex) X(ibv_cmd_open_qp) X(ibv_cmd_query_qp)	\
 	X(ibv_cmd_modify_qp) X(ibv_cmd_destroy_qp) X(ibv_cmd_post_send)	\
 	X(ibv_cmd_post_recv) X(ibv_cmd_create_ah) X(ibv_cmd_destroy_ah)
 

@@ -132,9 +132,12 @@ static void vrdma_qp_free(struct vrdma_qp *qp)
 
 /*
  * What an XRC QP is made with.  ib_core makes a target QP in an XRC domain
- * alone, with no PD, CQ or SRQ, and libibverbs records in the ibv_qp those
- * attr holds: none, so that nothing takes them for the QP's.  An initiator
- * receives nothing: no SRQ, no receive CQ.  Returns 0 or EINVAL.
+ * alone, with no CQ or SRQ, and libibverbs records in the ibv_qp those
+ * attr holds: none, so that nothing takes them for the QP's.  A PD the
+ * application gave stays recorded, as other providers leave it: the kernel
+ * never sees it (each request's SRQ brings its own), but librdmacm takes
+ * its rdma_cm_id's PD from a target QP's and makes the XRC SRQ on it.  An
+ * initiator receives nothing: no SRQ, no receive CQ.  Returns 0 or EINVAL.
  */
 static int vrdma_qp_xrc_attr(struct ibv_qp_init_attr_ex *attr)
 {
@@ -142,7 +145,6 @@ static int vrdma_qp_xrc_attr(struct ibv_qp_init_attr_ex *attr)
 	case IBV_QPT_XRC_RECV:
 		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)
 			return EINVAL;
-		attr->pd = NULL;
 		attr->send_cq = NULL;
 		attr->recv_cq = NULL;
 		attr->srq = NULL;

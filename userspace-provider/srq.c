@@ -119,7 +119,7 @@ struct ibv_srq *vrdma_create_srq_ex(struct ibv_context *context,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) ||
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd ||
 	    (type == IBV_SRQT_XRC &&
 	     (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
 	      !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->xrcd ||

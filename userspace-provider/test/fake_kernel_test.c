@@ -2965,7 +2965,10 @@ static void test_xrc_qps(void)
 	oattr.qp_type = IBV_QPT_XRC_RECV;
 	CHECK_EQ(calls, k.syscalls);
 
-	/* a target QP: no rings, no driver data, nothing of the attr's */
+	/*
+	 * a target QP: no rings, no driver data, no CQ or SRQ; the PD it was
+	 * given stays recorded, as librdmacm takes an XRC SRQ's PD from it
+	 */
 	tattr.comp_mask = IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_PD;
 	xtgt = ibv_create_qp_ex(ctx, &tattr);
 	CHECK(xtgt);
@@ -2976,7 +2979,8 @@ static void test_xrc_qps(void)
 	CHECK_EQ(mapped, mapped_rings());
 	CHECK_EQ(0, k.uhw_unexpected);
 	CHECK_EQ(IBV_QPT_XRC_RECV, xtgt->qp_type);
-	CHECK(!xtgt->pd && !xtgt->send_cq && !xtgt->recv_cq && !xtgt->srq);
+	CHECK(xtgt->pd == tattr.pd && !xtgt->send_cq && !xtgt->recv_cq &&
+	      !xtgt->srq);
 	CHECK_EQ(0, to_init(xtgt));
 	CHECK_EQ(0, to_rtr(xtgt));
 

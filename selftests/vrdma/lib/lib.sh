@@ -469,6 +469,21 @@ rdma_links_add()
 	check_gids "$D0" "$D1"
 }
 
+# hw_counters_sum "DEV..." NAME...: the sum of port 1's hw_counters NAME...
+# of every DEV (a counter a device does not have counts 0).
+hw_counters_sum()
+{
+	local d c f n=0
+
+	for d in $1; do
+		for c in "${@:2}"; do
+			f=/sys/class/infiniband/$d/ports/1/hw_counters/$c
+			[ -r "$f" ] && n=$((n + $(cat "$f")))
+		done
+	done
+	echo "$n"
+}
+
 # tcp_listening PORT: something listens on TCP port PORT.
 tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
 

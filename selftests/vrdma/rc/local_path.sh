@@ -9,8 +9,10 @@
 # buffer too small, bad lkeys, bad receive WQE, CQ overflow, misaligned
 # atomics, no responder resources; ATOMIC WRITE and FLUSH, which take the
 # packet path either way, between messages that do not -- and the tests
-# of each opcode run once with local_direct=1 and once with
-# local_direct=0: each checks the exact
+# of each opcode, and xrc_test's of XRC (every opcode, many packets, SRQ
+# numbers nobody has, of another domain or destroyed, rkeys and lkeys of
+# another PD than the SRQ's, numbers beyond 24 bits), run once with
+# local_direct=1 and once with local_direct=0: each checks the exact
 # outcome (CQE status, opcode, byte_len, QP states, memory untouched), so
 # passing both ways shows the two paths end the same.  rc_test's
 # local_path checks which path was taken: loopback_msgs counted and no packet
@@ -29,10 +31,12 @@ ATOMIC_TESTS="cas_success cas_failure faa_wrap misaligned misaligned_cas
 	out_of_bounds_start bad_rkey no_responder_resources bad_lkey
 	local_read_only local_length atomic_write atomic_write_misaligned
 	atomic_write_bad_rkey flush flush_no_right"
+XRC_TESTS="send two_srqs rdma_atomic multi_packet unknown_srqn other_xrcd
+	other_pd recv_other_pd srqn_24_bits srq_destroyed"
 
 cd "$(dirname "$0")/.." || exit 1
-[ -x build/rc_test ] && [ -x build/atomic_test ] ||
-	skip_all "build/rc_test, build/atomic_test not built"
+[ -x build/rc_test ] && [ -x build/atomic_test ] && [ -x build/xrc_test ] ||
+	skip_all "build/rc_test, build/atomic_test, build/xrc_test not built"
 vrdma_load || exit 1
 [ -w $PARAM ] || skip_all "vrdma has no local_direct parameter"
 
@@ -54,6 +58,7 @@ for mode in 1 0; do
 	echo $mode >$PARAM
 	run_tests $mode rc_test "$RC_TESTS"
 	run_tests $mode atomic_test "$ATOMIC_TESTS"
+	run_tests $mode xrc_test "$XRC_TESTS"
 done
 echo 1 >$PARAM
 check_eq "local_direct is back on" "Y" "$(cat $PARAM)"

@@ -5,8 +5,9 @@
 # device (server and client on the same device, loopback through its own
 # IPv4 GID) and between two devices on the ends of a veth pair, then
 # perftest's ib_{send,write,read}_{bw,lat} -a and ib_atomic_{bw,lat} (both
-# atomic types) between the two devices, and the same over shared receive
-# queues (ibv_srq_pingpong, ib_send_bw --use-srq).
+# atomic types) between the two devices, the same over shared receive
+# queues (ibv_srq_pingpong, ib_send_bw --use-srq), and XRC
+# (ibv_xsrq_pingpong, also with two clients sharing their XRC domain).
 # With RC_TOOLS_SET=ucud (uc_ud_tools.sh), the UD and UC tools instead:
 # ibv_ud_pingpong and ibv_uc_pingpong --chk, ib_send_bw -c UD -a,
 # ib_send_bw -c UC and ib_write_bw -c UC; a set of its own, so that each
@@ -167,5 +168,96 @@ run_pair "ib_send_bw --use-srq -q 2 $D1 <- $D0" \
 	'^[[:space:]]*1048576[[:space:]]+[0-9]+' \
 	ib_send_bw -d "$D1" -x "$G1" --use-srq -q 2 -s 1048576 -n "$PERF_ITERS" -F -- \
 	ib_send_bw -d "$D0" -x "$G0" --use-srq -q 2 -s 1048576 -n "$PERF_ITERS" -F
+
+# XRC: ibv_xsrq_pingpong.  Each process opens the XRC domain of the file
+# /tmp/xrc_domain on its device, makes an XRC SRQ in it and, per client, a
+# target and an initiator QP; every message names the SRQ it is for.  With
+# two clients on one device they share that domain, and the server sends
+# the messages for each client through the other client's target QP in
+# turn (round robin over its initiators), so each client receives through
+# a target QP the other process made.  The server finds the client of a
+# receive completion by its qp_num, the target QP's number.  Every process
+# must end with "success"; the devices must have counted at least the
+# bytes the messages carried (it has no data check of its own).
+XSRQ_ITERS=${RC_TOOLS_XSRQ_ITERS:-20}
+DEVS="$D0 $D1"
+xsrq_bytes() { hw_counters_sum "$DEVS" rcvd_bytes loopback_bytes; }
+
+# run_xsrq DESC CLIENTS SIZE SERVER_ARGS... -- CLIENT_ARGS...: the server
+# (-c CLIENTS) and CLIENTS clients at once, messages of SIZE bytes, on TCP
+# port $port (the next one each time).
+run_xsrq()
+{
+	local desc=$1 nc=$2 size=$3 srv=() cli=() spid pids=() logs=()
+	local slog i rc bad=0 t0=$SECONDS before moved want
+
+	shift 3
+	while [ "$1" != "--" ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	cli=("$@")
+	before=$(xsrq_bytes)
+	slog=$(mktemp)
+	timeout -k 5 "$SERVER_TIMEOUT" ibv_xsrq_pingpong -p "$port" -c "$nc" \
+		-s "$size" -n "$XSRQ_ITERS" "${srv[@]}" >"$slog" 2>&1 &
+	spid=$!
+	servers+=("$spid")
+	if ! wait_until 30 tcp_listening "$port"; then
+		echo "# ibv_xsrq_pingpong server not listening on $port"
+		bad=1
+	else
+		for ((i = 0; i < nc; i++)); do
+			logs[i]=$(mktemp)
+			timeout -k 5 "$CLIENT_TIMEOUT" ibv_xsrq_pingpong \
+				-p "$port" -s "$size" -n "$XSRQ_ITERS" \
+				"${cli[@]}" 127.0.0.1 >"${logs[i]}" 2>&1 &
+			pids[i]=$!
+		done
+		for ((i = 0; i < nc; i++)); do
+			wait "${pids[i]}"
+			rc=$?
+			if [ "$rc" -ne 0 ] || ! grep -qx success "${logs[i]}"; then
+				echo "# client $i -> exit $rc"
+				sed 's/^/#   /' "${logs[i]}"
+				bad=1
+			fi
+			rm -f "${logs[i]}"
+		done
+	fi
+	wait_until $((bad ? 5 : 30)) sh -c "! kill -0 $spid" ||
+		kill "$spid" 2>/dev/null
+	wait "$spid"
+	rc=$?
+	if [ "$bad" -ne 0 ] || [ "$rc" -ne 0 ] || ! grep -qx success "$slog" ||
+	   [ "$(grep -c '^  remote:' "$slog")" -ne "$nc" ]; then
+		echo "# server -> exit $rc"
+		sed 's/^/#   /' "$slog"
+		bad=1
+	fi
+	rm -f "$slog"
+	tap_result "$bad" "$desc ($((SECONDS - t0)) s)"
+	port=$((port + 1))
+	[ "$TYPE" = vrdma ] || return 0
+	# Each client and the server send XSRQ_ITERS messages to each other.
+	moved=$(($(xsrq_bytes) - before))
+	want=$((2 * nc * XSRQ_ITERS * size))
+	check "$desc: the devices counted $moved bytes received, >= $want" \
+		test "$moved" -ge "$want"
+}
+
+if ! command -v ibv_xsrq_pingpong >/dev/null; then
+	skip_one "ibv_xsrq_pingpong" "not installed (ibverbs-utils)"
+elif [ "$TYPE" = rxe ]; then
+	echo "# rdma_rxe has no XRC: ibv_xsrq_pingpong not run"
+else
+	run_xsrq "ibv_xsrq_pingpong loopback on $D0" 1 4096 \
+		-d "$D0" -g "$G0" -- -d "$D0" -g "$G0"
+	run_xsrq "ibv_xsrq_pingpong $D1 <- 2 clients on $D0 sharing a domain" \
+		2 4096 -d "$D1" -g "$G1" -- -d "$D0" -g "$G0"
+	run_xsrq "ibv_xsrq_pingpong $D1 <- $D0, 70000 bytes, path MTU 512, CQ events" \
+		1 70000 -d "$D1" -g "$G1" -m 512 -e -- -d "$D0" -g "$G0" -m 512 -e
+fi
 
 finish

@@ -8,7 +8,9 @@
 # tools, on one device (loopback through its own address) and between two
 # devices on the ends of a veth pair, IPv4, and IPv6 on one device:
 # rping -V (data verified, -C iterations counted), ucmatose (RC), udaddy
-# (UD through AHs rdma_cm made), rdma_server/rdma_client, rstream and
+# (UD through AHs rdma_cm made), rdma_server/rdma_client,
+# rdma_xserver/rdma_xclient (XRC: an SRQ number in the accept's private
+# data, one message through an initiator naming it), rstream and
 # riostream (rsockets, -T v verifies the data; also blocking and
 # nonblocking), and an ordinary TCP program (tcp_stream) under rsockets'
 # preload, librspreload.so.  Every run must exit 0 on both sides within
@@ -149,6 +151,44 @@ run_cm "rdma_server/rdma_client $D1 <- $D0" 'rdma_client: end 0' \
 	rdma_server -s "$IP1" -- rdma_client -s "$IP1"
 run_cm "rdma_server/rdma_client loopback on $D0" 'rdma_client: end 0' \
 	rdma_server -s "$IP0" -- rdma_client -s "$IP0"
+
+# XRC over rdma_cm (RDMA_PS_IB): on the connection request rdma_xserver
+# gets an XRC target QP (librdmacm opens the device's XRC domain) and makes
+# an XRC SRQ, posts a receive to it and accepts with the SRQ's number as
+# private data; rdma_xclient's initiator (IBV_QPT_XRC_SEND) sends one
+# inline message naming that number, and the server ends once its receive
+# completes.  rdma_xserver has no -s: it listens on every address.  First
+# the same tools with RC (-c r), to tell a tool that cannot run from XRC
+# that does not work (and to show the counter checks pass where a message
+# goes through).
+# xserver_pair DESC TYPE SERVER_IP: run_cm of rdma_xserver/rdma_xclient -c
+# TYPE; the client must ring a doorbell of the device (the message:
+# rdma_cm's MADs are the kernel's) and the devices count its bytes.
+xserver_pair()
+{
+	local bells bytes
+
+	bells=$(hw_counters_sum "$D0 $D1" doorbells)
+	bytes=$(hw_counters_sum "$D0 $D1" rcvd_bytes loopback_bytes)
+	run_cm "rdma_xserver/rdma_xclient -c $2 $1" 'rdma_xclient: end 0' \
+		rdma_xserver -c "$2" -- rdma_xclient -c "$2" -s "$3"
+	[ "$TYPE" = vrdma ] || return 0
+	bells=$(($(hw_counters_sum "$D0 $D1" doorbells) - bells))
+	bytes=$(($(hw_counters_sum "$D0 $D1" rcvd_bytes loopback_bytes) - bytes))
+	check "rdma_xclient -c $2 $1: $bells doorbells, $bytes bytes received" \
+		test "$bells" -ge 1 -a "$bytes" -ge 16
+}
+if ! command -v rdma_xserver >/dev/null; then
+	skip_one "rdma_xserver/rdma_xclient" "not installed (rdmacm-utils)"
+else
+	xserver_pair "$D1 <- $D0" r "$IP1"
+	if [ "$TYPE" = rxe ]; then
+		echo "# rdma_rxe has no XRC: rdma_xserver -c x not run"
+	else
+		xserver_pair "$D1 <- $D0" x "$IP1"
+		xserver_pair "loopback on $D0" x "$IP0"
+	fi
+fi
 
 # rsockets: streams of transfers, the data verified (-T v), with the
 # default (asynchronous), blocking and nonblocking calls.

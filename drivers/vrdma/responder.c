@@ -1144,6 +1144,37 @@ static void vrdma_rc_executed(struct vrdma_qp *qp, struct sk_buff *skb,
 	}
 }
 
+/*
+ * An XRC target QP takes the SRQ a request names (vrdma_xrc_bind()).  The
+ * expected request must get it, or it is an invalid request (class C).  A
+ * request beyond it is NAKed for the gap as any other, whatever it names,
+ * and a duplicate is answered as any other: only a READ, answered again
+ * from memory, needs the named SRQ's PD, and one that cannot take that
+ * SRQ now (a message or a READ to another is in progress) is dropped and
+ * counted.  So the probe of a requester whose ACK was lost is answered
+ * even while a later message to another SRQ is being received.  False if
+ * the request was handled here.
+ */
+static bool vrdma_xrc_request(struct vrdma_qp *qp, struct sk_buff *skb)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	int diff = vrdma_psn_diff(pkt->psn, qp->resp.psn);
+
+	if (diff > 0 || vrdma_xrc_bind(qp, skb))
+		return true;
+	if (!diff) {
+		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
+				 IB_EVENT_QP_REQ_ERR);
+		return false;
+	}
+	if (pkt->mask & VRDMA_OPF_READ) {
+		vrdma_count(qp->vdev, VRDMA_CNT_DUP_REQ);
+		vrdma_count(qp->vdev, VRDMA_CNT_READ_REPLAY_MISS);
+		return false;
+	}
+	return true;
+}
+
 /**
  * vrdma_responder() - handle one request packet
  * @qp: the QP, engines owned (vrdma_qp_lock(), or the QP's tasklet:
@@ -1182,15 +1213,8 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 
 	trace_vrdma_resp_pkt(qp, skb, qp->resp.psn);
-	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT && !vrdma_xrc_bind(qp, skb)) {
-		/* The expected request names no SRQ it may use: class C. */
-		if (pkt->psn == qp->resp.psn)
-			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
-					 IB_EVENT_QP_REQ_ERR);
-		else
-			vrdma_count(qp->vdev, VRDMA_CNT_SEQ_ERR);
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT && !vrdma_xrc_request(qp, skb))
 		goto out;
-	}
 	if (!vrdma_rc_expected(qp, skb) || !vrdma_rc_allowed(qp, pkt) ||
 	    !vrdma_rc_have_rwqe(qp, pkt))
 		goto out;

@@ -248,7 +248,9 @@ static bool vrdma_xrc_mid_message(struct vrdma_qp *qp)
  *	the header length of its opcode)
  *
  * The SRQ must exist and belong to the QP's XRCD; the packets of one
- * message must all name the SRQ its first named.  The QP's SRQ, PD (for
+ * message must all name the SRQ its first named, and a READ being answered
+ * keeps its SRQ (its PD checks the key of every response).  The QP's SRQ,
+ * PD (for
  * the keys of RDMA requests and of the SRQ's receive WQEs) and receive CQ
  * are then that SRQ's, its own, and the one it was created with.
  *
@@ -264,7 +266,8 @@ bool vrdma_xrc_bind(struct vrdma_qp *qp, struct sk_buff *skb)
 
 	if (qp->srq && qp->srq->srqn == srqn)
 		return true;
-	if (qp->rwqe.valid || vrdma_xrc_mid_message(qp))
+	if (qp->rwqe.valid || vrdma_xrc_mid_message(qp) ||
+	    qp->resp.read_active)
 		return false;
 	srq = vrdma_xrc_srq_get(qp->vdev, srqn);
 	if (!srq)

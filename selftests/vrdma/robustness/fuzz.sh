@@ -12,6 +12,7 @@
 #                        VRDMA_FUZZ_SEED=S selftests/vrdma/robustness/fuzz.sh
 #   VRDMA_FUZZ_PACKETS   fuzz_wire stops after this many packets (default:
 #                        no limit but the time)
+#   VRDMA_FUZZ_ONLY      fuzz_verbs or fuzz_wire: run that one alone
 #
 # vrdmafz0 sits on fz0, vrdmafz1 on fz1 in the namespace vrdmafuzz, a veth
 # pair between them.  A second pair, fz2 (here, no RDMA device on it) to
@@ -132,9 +133,12 @@ run_fuzzer()
 	tap_result "$rc" "$name (seed $seed, $secs s)"
 }
 
-run_fuzzer fuzz_verbs "$BUILD/fuzz_verbs" vrdmafz0 vrdmafz1 "$secs" "$seed"
-run_fuzzer fuzz_wire "$BUILD/fuzz_wire" vrdmafz0 vrdmafz1 "$secs" "$seed" \
-	${VRDMA_FUZZ_PACKETS:+"$VRDMA_FUZZ_PACKETS"}
+only=${VRDMA_FUZZ_ONLY:-}
+[ -n "$only" ] && [ "$only" != fuzz_verbs ] ||
+	run_fuzzer fuzz_verbs "$BUILD/fuzz_verbs" vrdmafz0 vrdmafz1 "$secs" "$seed"
+[ -n "$only" ] && [ "$only" != fuzz_wire ] ||
+	run_fuzzer fuzz_wire "$BUILD/fuzz_wire" vrdmafz0 vrdmafz1 "$secs" \
+		"$seed" ${VRDMA_FUZZ_PACKETS:+"$VRDMA_FUZZ_PACKETS"}
 
 echo "# rdma statistic after the run:"
 rdma statistic show link vrdmafz0/1 2>&1 | fold -w 100 | sed 's/^/#   /'

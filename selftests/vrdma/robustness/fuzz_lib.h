@@ -185,7 +185,11 @@ static inline int fz_wait_child(pid_t pid, int *st, double secs)
 /*
  * Move @qp through INIT, RTR and RTS towards @dqpn at @dgid, granting the
  * remote rights @access (UC: REMOTE_WRITE at most).  UC takes only the
- * attributes UC has; UD needs no peer.
+ * attributes UC has; UD needs no peer.  The XRC QPs take the attributes
+ * of their columns of the IBA's (and ib_core's) tables: an initiator
+ * (IBV_QPT_XRC_SEND) has no responder, so no MAX_DEST_RD_ATOMIC and
+ * MIN_RNR_TIMER at RTR; a target (IBV_QPT_XRC_RECV) has no requester, so
+ * only TIMEOUT and SQ_PSN at RTS.
  */
 static inline int fz_connect_access(struct ibv_qp *qp, int gid_idx,
 				    enum ibv_mtu mtu, uint32_t dqpn,
@@ -194,6 +198,8 @@ static inline int fz_connect_access(struct ibv_qp *qp, int gid_idx,
 				    int timeout, int retry, int access)
 {
 	int uc = qp->qp_type == IBV_QPT_UC, ud = qp->qp_type == IBV_QPT_UD;
+	int xini = qp->qp_type == IBV_QPT_XRC_SEND;
+	int xtgt = qp->qp_type == IBV_QPT_XRC_RECV;
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
@@ -229,7 +235,7 @@ static inline int fz_connect_access(struct ibv_qp *qp, int gid_idx,
 		a.ah_attr.port_num = 1;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
-		if (!uc) {
+		if (!uc && !xini) {
 			a.max_dest_rd_atomic = 4;
 			a.min_rnr_timer = 1;
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -243,7 +249,10 @@ static inline int fz_connect_access(struct ibv_qp *qp, int gid_idx,
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (!uc && !ud) {
+	if (xtgt) {
+		a.timeout = timeout;
+		mask |= IBV_QP_TIMEOUT;
+	} else if (!uc && !ud) {
 		a.timeout = timeout;
 		a.retry_cnt = retry;
 		a.rnr_retry = 7;

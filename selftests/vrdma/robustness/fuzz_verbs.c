@@ -15,6 +15,24 @@
  * dup of the command file, PDs and MRs by real or random handles), post_send
  * and post_recv with random work requests and keys, and writes random and adversarial bytes into the
  * SQ, RQ, SRQ and CQ rings and their indices, then rings the doorbell.
+ *
+ * XRC: XRC domains (opened without a file, through one of a few files
+ * that both runners' rounds open, so that they share the domain, with
+ * O_EXCL, without O_CREAT, through fds that are no file, with garbage;
+ * closed in use or not), XRC SRQs in the SRQ pool (with and without
+ * domain and CQ, of other types; destroyed while target QPs use them;
+ * resized, posted to and scribbled on as the basic ones), XRC target QPs
+ * (in a domain, without, with what a target has no use for) and
+ * initiators in the QP pool, modified at random and connected to each
+ * other, ibv_open_qp by real, the other runner's, near and random
+ * numbers, posts to initiators naming the pool's SRQs, the other runner's
+ * (a board in shared memory tells the rounds each other's target QP and
+ * SRQ numbers), near and random ones, the SRQ number field of WQEs in the
+ * rings, the target QPs' doorbells (no ring) straight to the kernel, and
+ * XRC messages sent as an application would; and raw uverbs commands
+ * (CREATE_XSRQ, OPEN_QP, CREATE_QP of XRC types, OPEN_XRCD) with real,
+ * stale and random handles, odd driver data and responses the kernel
+ * cannot write.
  * The round ends by exiting with every object still there (the kernel
  * cleans up), or by SIGKILL at a random moment.
  *
@@ -38,11 +56,28 @@
 #include "fuzz_lib.h"
 /* The provider's own header: the rings are written behind its back. */
 #include "vrdma.h"
+#include <rdma/ib_user_verbs.h>
 
 #define POOL		6
 #define MEM_PAGES	256
 #define PAGE		4096
+#define BOARD		16
+#define XRCD_FILES	3	/* the files XRC domains are opened with */
 
+/*
+ * The runners' bulletin board, shared by every process of the run (mapped
+ * before the runners fork): the XRC target QP numbers and XRC SRQ numbers
+ * the rounds made, so that a round of one runner opens the other's target
+ * QPs in an XRC domain both opened through one file, and names the other's
+ * SRQs in its initiators' work requests.
+ */
+struct board {
+	volatile uint32_t tgt_qpn[BOARD];
+	volatile uint32_t srqn[BOARD];
+};
+
+static struct board *board;
+static char xrcd_dir[64];
 struct pools {
 	struct ibv_context *ctx;
 	struct ibv_context *ictx;	/* imported on a dup of ctx's file */
@@ -53,8 +88,9 @@ struct pools {
 	struct ibv_qp *qp[POOL];
 	struct ibv_mr *mr[POOL];
 	struct ibv_mw *mw[POOL];
-	struct ibv_srq *srq[POOL];
+	struct ibv_srq *srq[POOL];	/* basic and XRC */
 	struct ibv_ah *ah[POOL];
+	struct ibv_xrcd *xrcd[POOL];
 	uint8_t *mem;		/* MEM_PAGES pages, some not writable */
 	int gid_idx;
 	union ibv_gid gid;
@@ -68,6 +104,9 @@ static unsigned long ops;
 /* What got through, to see that the rounds reach the interesting states. */
 static struct {
 	unsigned long qp, mr, rts, send, recv, ring;
+	unsigned long xrcd, xrcd_file, xsrq, xtgt, xini, xopen, xsend, xrts;
+	unsigned long raw, raw_ok, xflow, xrecv_ok, xsend_ok;
+	unsigned long xstatus[32];	/* the XRC QPs' CQEs by status */
 } got;
 
 #define R (&rng)
@@ -138,6 +177,75 @@ static int any_access(void)
 	}
 }
 
+/*
+ * An XRC SRQ number: of an XRC SRQ of the pool, of the board (maybe the
+ * other runner's, maybe gone), near those, or anything, beyond 24 bits too.
+ */
+static uint32_t any_srqn(void)
+{
+	struct ibv_srq *srq = ANY(p.srq);
+	uint32_t n;
+
+	switch (fz_below(R, 6)) {
+	case 0: case 1:
+		if (srq && !ibv_get_srq_num(srq, &n))
+			return n;
+		/* fall through */
+	case 2:
+		n = board->srqn[fz_below(R, BOARD)];
+		if (n)
+			return n;
+		/* fall through */
+	case 3:
+		return board->srqn[0] + fz_below(R, 32) - 16;
+	default:
+		return fz_interesting32(R);
+	}
+}
+
+/* An XRC target QP number: the pool's, the board's, near them, anything. */
+static uint32_t any_tgt_qpn(void)
+{
+	struct ibv_qp *qp = ANY(p.qp);
+	uint32_t n;
+
+	switch (fz_below(R, 6)) {
+	case 0: case 1:
+		if (qp && qp->qp_type == IBV_QPT_XRC_RECV)
+			return qp->qp_num;
+		/* fall through */
+	case 2:
+		n = board->tgt_qpn[fz_below(R, BOARD)];
+		if (n)
+			return n;
+		/* fall through */
+	case 3:
+		return (qp ? qp->qp_num : 0) + fz_below(R, 32) - 16;
+	default:
+		return fz_interesting32(R);
+	}
+}
+
+/* Count the successes of XRC QPs among @n completions. */
+static void count_xrc_wc(const struct ibv_wc *wc, int n)
+{
+	int i, k;
+
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < POOL; k++) {
+			if (!p.qp[k] || p.qp[k]->qp_num != wc[i].qp_num ||
+			    (p.qp[k]->qp_type != IBV_QPT_XRC_RECV &&
+			     p.qp[k]->qp_type != IBV_QPT_XRC_SEND))
+				continue;
+			got.xstatus[wc[i].status & 31]++;
+			if (wc[i].status != IBV_WC_SUCCESS)
+				continue;
+			got.xrecv_ok += p.qp[k]->qp_type == IBV_QPT_XRC_RECV;
+			got.xsend_ok += p.qp[k]->qp_type == IBV_QPT_XRC_SEND;
+		}
+	}
+}
+
 /* ---- operations ------------------------------------------------------ */
 
 static void op_pd(void)
@@ -182,7 +290,8 @@ static void op_cq(void)
 		if (p.cq[i]) {
 			struct ibv_wc wc[8];
 
-			ibv_poll_cq(p.cq[i], 1 + fz_below(R, 8), wc);
+			count_xrc_wc(wc, ibv_poll_cq(p.cq[i],
+						     1 + fz_below(R, 8), wc));
 		}
 	}
 }
@@ -191,7 +300,7 @@ static void op_qp_create(void)
 {
 	static const enum ibv_qp_type types[] = {
 		IBV_QPT_RC, IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD, IBV_QPT_RAW_PACKET,
-		IBV_QPT_XRC_SEND, IBV_QPT_DRIVER,
+		IBV_QPT_XRC_SEND, IBV_QPT_XRC_SEND, IBV_QPT_DRIVER,
 	};
 	struct ibv_qp_init_attr_ex qa = { 0 };
 	int i = SLOT(p.qp);
@@ -199,6 +308,38 @@ static void op_qp_create(void)
 	if (p.qp[i]) {
 		if (!ibv_destroy_qp(p.qp[i]))
 			p.qp[i] = NULL;
+		return;
+	}
+	if (fz_one_in(R, 5)) {
+		/*
+		 * An XRC target QP: in an XRC domain, no PD, CQ or SRQ (the
+		 * provider drops what is given); now and then without the
+		 * domain, or with caps that mean nothing to it.
+		 */
+		qa.qp_type = IBV_QPT_XRC_RECV;
+		qa.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+		qa.xrcd = ANY(p.xrcd);
+		if (!qa.xrcd || fz_one_in(R, 8)) {
+			qa.comp_mask = IBV_QP_INIT_ATTR_PD;
+			qa.pd = ANY(p.pd);
+			if (!qa.pd)
+				return;
+		}
+		if (fz_one_in(R, 4))
+			qa.comp_mask |= IBV_QP_INIT_ATTR_PD,
+			qa.pd = ANY(p.pd);
+		if (fz_one_in(R, 3)) {
+			qa.cap.max_send_wr = fz_interesting32(R);
+			qa.cap.max_recv_wr = fz_interesting32(R);
+			qa.cap.max_inline_data = fz_interesting32(R);
+		}
+		qa.send_cq = ANY(p.cq);
+		qa.srq = ANY(p.srq);
+		p.qp[i] = ibv_create_qp_ex(p.ctx, &qa);
+		if (p.qp[i]) {
+			board->tgt_qpn[fz_below(R, BOARD)] = p.qp[i]->qp_num;
+			got.xtgt++;
+		}
 		return;
 	}
 	qa.send_cq = ANY(p.cq);
@@ -231,7 +372,526 @@ static void op_qp_create(void)
 	}
 	p.qp[i] = ibv_create_qp_ex(p.ctx, &qa);
 	got.qp += !!p.qp[i];
+	got.xini += p.qp[i] && qa.qp_type == IBV_QPT_XRC_SEND;
 }
+
+/*
+ * XRC domains: opened without a file, through a file every runner opens
+ * (so that the rounds of both share the domain, its SRQs and target QPs),
+ * with O_EXCL, without O_CREAT, through an fd that is no file for it, with
+ * garbage; closed, in use or not.
+ */
+static void op_xrcd(void)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	};
+	int i = SLOT(p.xrcd), fd = -1;
+	char path[96];
+
+	if (p.xrcd[i]) {
+		if (!ibv_close_xrcd(p.xrcd[i]))	/* EBUSY while used */
+			p.xrcd[i] = NULL;
+		return;
+	}
+	switch (fz_below(R, 8)) {
+	case 0: case 1: case 2:
+		break;
+	case 3: case 4: case 5:
+		snprintf(path, sizeof(path), "%s/xrcd%u", xrcd_dir,
+			 fz_below(R, XRCD_FILES));
+		fd = open(path, O_RDWR | O_CREAT, 0600);
+		a.fd = fd;
+		if (fz_one_in(R, 4))
+			a.oflags = fz_one_in(R, 2) ? O_CREAT | O_EXCL : 0;
+		break;
+	case 6:
+		a.fd = fz_one_in(R, 2) ? p.ctx->cmd_fd : fz_interesting32(R);
+		a.oflags = fz_one_in(R, 2) ? O_CREAT : fz_u32(R);
+		break;
+	default:
+		a.comp_mask = fz_u32(R) & 7;
+		a.fd = fz_interesting32(R);
+		a.oflags = fz_u32(R);
+	}
+	p.xrcd[i] = ibv_open_xrcd(p.ctx, &a);
+	if (fd >= 0)
+		close(fd);	/* the domain lives on without it */
+	got.xrcd += !!p.xrcd[i];
+	got.xrcd_file += p.xrcd[i] && fd >= 0;
+}
+
+/*
+ * XRC SRQs, in the SRQ pool (so that op_srq, op_post_recv and op_ring
+ * resize, post to and scribble on them as on basic ones): in a domain of
+ * the pool, with a CQ; without the domain or the CQ, of a type that is no
+ * SRQ's, with hostile sizes; destroyed whether a target QP uses them or
+ * not.  Their numbers go on the board.
+ */
+static void op_xsrq(void)
+{
+	struct ibv_srq_init_attr_ex sa = { 0 };
+	int i = SLOT(p.srq);
+	uint32_t n;
+
+	if (p.srq[i]) {
+		if (!ibv_destroy_srq(p.srq[i]))
+			p.srq[i] = NULL;
+		return;
+	}
+	sa.attr.max_wr = fz_one_in(R, 3) ? fz_interesting32(R) :
+					   1 + fz_below(R, 64);
+	sa.attr.max_sge = fz_one_in(R, 3) ? fz_interesting32(R) :
+					    1 + fz_below(R, 4);
+	sa.attr.srq_limit = fz_interesting32(R);
+	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+		       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	sa.srq_type = IBV_SRQT_XRC;
+	sa.pd = ANY(p.pd);
+	sa.xrcd = ANY(p.xrcd);
+	sa.cq = ANY(p.cq);
+	if (!sa.pd)
+		return;
+	switch (fz_below(R, 10)) {
+	case 0:
+		sa.comp_mask &= ~IBV_SRQ_INIT_ATTR_XRCD;
+		break;
+	case 1:
+		sa.comp_mask &= ~IBV_SRQ_INIT_ATTR_CQ;
+		break;
+	case 2:
+		sa.srq_type = fz_one_in(R, 2) ? IBV_SRQT_TM : fz_u32(R);
+		sa.comp_mask |= IBV_SRQ_INIT_ATTR_TM;
+		sa.tm_cap.max_num_tags = fz_interesting32(R);
+		sa.tm_cap.max_ops = fz_interesting32(R);
+		break;
+	case 3:
+		sa.comp_mask |= fz_u32(R);
+		break;
+	case 4:
+		sa.srq_type = IBV_SRQT_BASIC;	/* with a domain and a CQ */
+		break;
+	}
+	p.srq[i] = ibv_create_srq_ex(p.ctx, &sa);
+	if (p.srq[i] && !ibv_get_srq_num(p.srq[i], &n)) {
+		board->srqn[fz_below(R, BOARD)] = n;
+		got.xsrq++;
+	}
+}
+
+/*
+ * ibv_open_qp(): a handle on an XRC target QP by its number -- the pool's,
+ * the other runner's (on the board: theirs if both opened the domain
+ * through one file), a near or a random one -- in a domain of the pool;
+ * now and then asking for another type.  The handle joins the QP pool.
+ */
+static void op_open_qp(void)
+{
+	struct ibv_qp_open_attr a = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			     IBV_QP_OPEN_ATTR_TYPE,
+		.qp_type = IBV_QPT_XRC_RECV,
+	};
+	int i = SLOT(p.qp);
+
+	a.xrcd = ANY(p.xrcd);
+	if (p.qp[i] || !a.xrcd)
+		return;
+	a.qp_num = any_tgt_qpn();
+	if (fz_one_in(R, 8))
+		a.qp_type = fz_below(R, 12);
+	if (fz_one_in(R, 8))
+		a.comp_mask |= IBV_QP_OPEN_ATTR_CONTEXT;
+	p.qp[i] = ibv_open_qp(p.ctx, &a);
+	got.xopen += !!p.qp[i];
+}
+
+static void random_sges(struct ibv_sge *sge, int n);
+
+/*
+ * What op_xrc_flow() keeps: a PD, an MR over memory of its own and two
+ * CQs that no other operation touches (so that its messages can succeed
+ * and be seen to), its XRC domain (the pool's, maybe shared with the other
+ * runner, or its own), and the initiator, target and SRQ it made, which
+ * live in the pools: any operation may modify, scribble on or destroy
+ * them, and the flow makes new ones when they are gone.
+ */
+#define FLOW_LEN	(64 << 10)
+static struct {
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *mem;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_xrcd *xrcd;
+	int own_xrcd;		/* opened by the flow, not in the pool */
+	struct ibv_qp *ini, *tgt;
+	struct ibv_srq *srq;
+	uint32_t ini_qpn, tgt_qpn, srqn;
+	int connected;
+} fl;
+
+/* Whether @obj is still in @pool (the flow's object may be gone). */
+static int in_pool(void **pool, void *obj)
+{
+	int i;
+
+	for (i = 0; obj && i < POOL; i++)
+		if (pool[i] == obj)
+			return 1;
+	return 0;
+}
+
+/* A free slot of @pool, or -1. */
+static int free_slot(void **pool)
+{
+	int i, s = fz_below(R, POOL);
+
+	for (i = 0; i < POOL; i++)
+		if (!pool[(s + i) % POOL])
+			return (s + i) % POOL;
+	return -1;
+}
+
+/* The flow's objects, made again where they are gone. */
+static int flow_setup(void)
+{
+	int i;
+
+	if (!fl.pd) {
+		fl.mem = mmap(NULL, FLOW_LEN, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		fl.pd = ibv_alloc_pd(p.ctx);
+		fl.scq = ibv_create_cq(p.ctx, 256, NULL, NULL, 0);
+		fl.rcq = ibv_create_cq(p.ctx, 256, NULL, NULL, 0);
+		if (fl.mem == MAP_FAILED || !fl.pd || !fl.scq || !fl.rcq)
+			return -1;
+		fl.mr = ibv_reg_mr(fl.pd, fl.mem, FLOW_LEN,
+				   IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_REMOTE_ATOMIC);
+		if (!fl.mr)
+			return -1;
+	}
+	/*
+	 * The pool's domain (maybe the other runner's too), until op_xrcd
+	 * closes it (once nothing made through it is left), or one of its
+	 * own, now and then replaced.
+	 */
+	if (!fl.xrcd || (!fl.own_xrcd && !in_pool((void **)p.xrcd, fl.xrcd)) ||
+	    (fl.own_xrcd && fz_one_in(R, 64))) {
+		fl.xrcd = ANY(p.xrcd);
+		fl.own_xrcd = !fl.xrcd || fz_one_in(R, 4);
+		if (fl.own_xrcd)
+			fl.xrcd = ibv_open_xrcd(p.ctx,
+				&(struct ibv_xrcd_init_attr){
+				.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+					     IBV_XRCD_INIT_ATTR_OFLAGS,
+				.fd = -1, .oflags = O_CREAT,
+			});
+		if (!fl.xrcd)
+			return -1;
+		fl.tgt = NULL;
+		fl.srq = NULL;
+	}
+	if (!in_pool((void **)p.srq, fl.srq))
+		fl.srq = NULL;
+	if (!fl.srq && (i = free_slot((void **)p.srq)) >= 0) {
+		struct ibv_srq_init_attr_ex sa = {
+			.attr = { .max_wr = 64, .max_sge = 2 },
+			.comp_mask = IBV_SRQ_INIT_ATTR_TYPE |
+				     IBV_SRQ_INIT_ATTR_PD |
+				     IBV_SRQ_INIT_ATTR_XRCD |
+				     IBV_SRQ_INIT_ATTR_CQ,
+			.srq_type = IBV_SRQT_XRC, .pd = fl.pd,
+			.xrcd = fl.xrcd, .cq = fl.rcq,
+		};
+
+		fl.srq = p.srq[i] = ibv_create_srq_ex(p.ctx, &sa);
+		if (fl.srq && !ibv_get_srq_num(fl.srq, &fl.srqn))
+			board->srqn[fz_below(R, BOARD)] = fl.srqn;
+	}
+	/* Gone, or its memory another QP's now. */
+	if (!in_pool((void **)p.qp, fl.tgt) || fl.tgt->qp_num != fl.tgt_qpn)
+		fl.tgt = NULL;
+	if (!in_pool((void **)p.qp, fl.ini) || fl.ini->qp_num != fl.ini_qpn)
+		fl.ini = NULL;
+	if (!fl.tgt && (i = free_slot((void **)p.qp)) >= 0) {
+		struct ibv_qp_init_attr_ex qa = {
+			.qp_type = IBV_QPT_XRC_RECV,
+			.comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = fl.xrcd,
+		};
+
+		fl.tgt = p.qp[i] = ibv_create_qp_ex(p.ctx, &qa);
+		fl.connected = 0;
+		if (fl.tgt) {
+			fl.tgt_qpn = fl.tgt->qp_num;
+			board->tgt_qpn[fz_below(R, BOARD)] = fl.tgt_qpn;
+		}
+	}
+	if (!fl.ini && (i = free_slot((void **)p.qp)) >= 0) {
+		struct ibv_qp_init_attr_ex qa = {
+			.qp_type = IBV_QPT_XRC_SEND,
+			.comp_mask = IBV_QP_INIT_ATTR_PD, .pd = fl.pd,
+			.send_cq = fl.scq,
+			.cap = { .max_send_wr = 32, .max_send_sge = 2,
+				 .max_inline_data = 64 },
+		};
+
+		fl.ini = p.qp[i] = ibv_create_qp_ex(p.ctx, &qa);
+		fl.connected = 0;
+		if (fl.ini)
+			fl.ini_qpn = fl.ini->qp_num;
+	}
+	return fl.srq && fl.tgt && fl.ini ? 0 : -1;
+}
+
+/* An SGE of up to @max bytes of the flow's memory, or a random one. */
+static void flow_sge(struct ibv_sge *sge, uint32_t max, int good)
+{
+	uint32_t off = fz_below(R, FLOW_LEN / 2);
+
+	if (!good) {
+		random_sges(sge, 1);
+		return;
+	}
+	sge->addr = (uintptr_t)fl.mem + off;
+	sge->length = fz_below(R, max);
+	sge->lkey = fl.mr->lkey;
+}
+
+/*
+ * XRC messages as an application sends them, so that data moves through
+ * the paths the random operations break meanwhile: the flow's initiator
+ * and target (in the pools) connected to each other with one PSN on both
+ * sides (again, from RESET, whenever either is not in its state or no
+ * longer the other's); receives posted to its XRC SRQ (in the pool); a
+ * SEND, WRITE, READ or ATOMIC on the initiator naming that SRQ, between
+ * buffers of its own MR.  One in four names any SRQ number or uses any
+ * key and address instead.  Its CQs are polled.
+ */
+static void op_xrc_flow(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_sge sge[2];
+	struct ibv_recv_wr rwr = { .sg_list = sge, .num_sge = 1 }, *brw;
+	struct ibv_send_wr wr = { .sg_list = sge, .num_sge = 1,
+				  .send_flags = IBV_SEND_SIGNALED }, *bsw;
+	struct ibv_wc wc[16];
+	uint32_t psn = fz_u32(R) & 0xffffff;
+	int i, n, good = fz_below(R, 4), st;
+
+	if (flow_setup())
+		return;
+	got.xflow++;
+	st = fz_qp_state(fl.tgt);
+	if (!fl.connected || fz_qp_state(fl.ini) != IBV_QPS_RTS ||
+	    (st != IBV_QPS_RTR && st != IBV_QPS_RTS) || fz_one_in(R, 32)) {
+		ibv_modify_qp(fl.ini, &a, IBV_QP_STATE);
+		ibv_modify_qp(fl.tgt, &a, IBV_QP_STATE);
+		fl.connected =
+			!fz_connect(fl.ini, p.gid_idx, p.mtu, fl.tgt_qpn,
+				    &p.gid, 0, psn, 14 + fz_below(R, 4), 7) &&
+			!fz_connect(fl.tgt, p.gid_idx, p.mtu, fl.ini_qpn,
+				    &p.gid, psn, 0, 14, 7);
+		got.xrts += fl.connected;
+	}
+	for (i = fz_below(R, 3); i >= 0; i--) {
+		flow_sge(sge, 2 * PAGE, good);
+		rwr.wr_id = fz_u64(R);
+		ibv_post_srq_recv(fl.srq, &rwr, &brw);
+	}
+	flow_sge(&sge[0], 2 * PAGE, good);
+	flow_sge(&sge[1], PAGE, good);
+	wr.num_sge = 1 + fz_below(R, 2);
+	wr.opcode = (enum ibv_wr_opcode[]){ IBV_WR_SEND, IBV_WR_SEND,
+		IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
+		IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
+		IBV_WR_ATOMIC_FETCH_AND_ADD,
+		IBV_WR_ATOMIC_CMP_AND_SWP }[fz_below(R, 8)];
+	wr.wr.rdma.remote_addr = good ? (uintptr_t)fl.mem + FLOW_LEN / 2 +
+					fz_below(R, FLOW_LEN / 4) : any_addr();
+	wr.wr.rdma.rkey = good ? fl.mr->rkey : any_key();
+	if (wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	    wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		sge[0].length = 8;
+		wr.num_sge = 1;
+		wr.wr.atomic.remote_addr = wr.wr.rdma.remote_addr & ~7ull;
+		wr.wr.atomic.rkey = wr.wr.rdma.rkey;
+		wr.wr.atomic.compare_add = fz_u64(R);
+		wr.wr.atomic.swap = fz_u64(R);
+	}
+	/* Inline data is read by the provider: only from real memory. */
+	if (good && wr.opcode == IBV_WR_SEND && fz_one_in(R, 4)) {
+		wr.send_flags |= IBV_SEND_INLINE;
+		sge[0].length %= 32;
+		sge[1].length %= 32;
+	}
+	wr.qp_type.xrc.remote_srqn = good ? fl.srqn : any_srqn();
+	got.xsend += !ibv_post_send(fl.ini, &wr, &bsw);
+	while ((n = ibv_poll_cq(fl.scq, 16, wc)) > 0)
+		count_xrc_wc(wc, n);
+	while ((n = ibv_poll_cq(fl.rcq, 16, wc)) > 0)
+		count_xrc_wc(wc, n);
+}
+
+/* ---- raw uverbs commands: what libibverbs would not send ------------- */
+
+/*
+ * A legacy write() command @cmd of @clen bytes (header included), @drv
+ * bytes of random driver data after them, whose response of @rlen bytes
+ * (uverbs' and the driver's) goes where the command says.  Returns what
+ * write() returned.
+ */
+static ssize_t raw_cmd(uint32_t command, void *cmd, size_t clen, size_t drv,
+		       size_t rlen)
+{
+	struct ib_uverbs_cmd_hdr *h = cmd;
+
+	fz_bytes(R, (uint8_t *)cmd + clen, drv);
+	clen += drv;
+	h->command = command;
+	h->in_words = clen / 4;
+	h->out_words = rlen / 4;
+	if (write(p.ctx->cmd_fd, cmd, clen) != (ssize_t)clen)
+		return -1;
+	got.raw_ok++;
+	return clen;
+}
+
+/*
+ * Where a raw command's response goes: a buffer, one that runs into the
+ * read-only page (so that uverbs' part fits and the driver's does not),
+ * the page nothing may touch, or nowhere.
+ */
+static uint64_t raw_resp(size_t ulen)
+{
+	switch (fz_below(R, 6)) {
+	case 0:
+		return (uintptr_t)p.mem + 20 * PAGE - ulen -
+		       fz_below(R, 8) * 4;
+	case 1:
+		return (uintptr_t)p.mem + 10 * PAGE + fz_below(R, PAGE);
+	case 2:
+		return fz_one_in(R, 2) ? 0 : fz_u64(R);
+	default:
+		return (uintptr_t)p.mem + 40 * PAGE;
+	}
+}
+
+static uint32_t raw_handle(uint32_t real)
+{
+	return fz_below(R, 4) ? real : fz_interesting32(R);
+}
+
+/*
+ * CREATE_XSRQ, OPEN_QP, CREATE_QP (XRC types) and OPEN_XRCD as raw
+ * commands: handles real, stale or random, types XRC and not, sizes of
+ * the driver's request and response right, short or long, responses the
+ * kernel cannot write.  What they create, user space does not know of:
+ * the round's exit cleans it up.
+ */
+static void op_raw_xrc(void)
+{
+	struct ibv_pd *pd = ANY(p.pd);
+	struct ibv_cq *cq = ANY(p.cq);
+	struct ibv_srq *srq = ANY(p.srq);
+	struct ibv_xrcd *xrcd = ANY(p.xrcd);
+	uint32_t xh = xrcd ? to_vxrcd(xrcd)->handle : fz_u32(R);
+	uint64_t buf[64];
+	size_t drv_in = fz_one_in(R, 3) ? 8 * fz_below(R, 4) : 0;
+	size_t drv_out = fz_one_in(R, 4) ? 4 * fz_below(R, 16) :
+			 sizeof(struct vrdma_create_qp_resp);
+	size_t ulen;
+
+	memset(buf, 0, sizeof(buf));
+	switch (fz_below(R, 4)) {
+	case 0: {
+		struct ib_uverbs_create_xsrq *c = (void *)(buf + 1);
+
+		ulen = sizeof(struct ib_uverbs_create_srq_resp);
+		c->response = raw_resp(ulen + drv_out);
+		c->user_handle = fz_u64(R);
+		c->srq_type = fz_one_in(R, 4) ? fz_below(R, 4) : IBV_SRQT_XRC;
+		c->pd_handle = raw_handle(pd ? pd->handle : 0);
+		c->max_wr = fz_one_in(R, 3) ? fz_interesting32(R) :
+					      fz_below(R, 64);
+		c->max_sge = fz_one_in(R, 3) ? fz_interesting32(R) :
+					       fz_below(R, 4);
+		c->srq_limit = fz_interesting32(R);
+		c->max_num_tags = fz_interesting32(R);
+		c->xrcd_handle = raw_handle(xh);
+		c->cq_handle = raw_handle(cq ? cq->handle : 0);
+		raw_cmd(IB_USER_VERBS_CMD_CREATE_XSRQ, buf,
+			8 + sizeof(*c), drv_in, ulen + drv_out);
+		break;
+	}
+	case 1: {
+		struct ib_uverbs_open_qp *c = (void *)(buf + 1);
+
+		ulen = sizeof(struct ib_uverbs_create_qp_resp);
+		c->response = raw_resp(ulen + drv_out);
+		c->user_handle = fz_u64(R);
+		c->pd_handle = raw_handle(xh);	/* the XRCD's */
+		c->qpn = any_tgt_qpn();
+		c->qp_type = fz_one_in(R, 4) ? fz_below(R, 16) :
+					       IBV_QPT_XRC_RECV;
+		raw_cmd(IB_USER_VERBS_CMD_OPEN_QP, buf,
+			8 + sizeof(*c), drv_in, ulen + drv_out);
+		break;
+	}
+	case 2: {
+		struct ib_uverbs_create_qp *c = (void *)(buf + 1);
+
+		ulen = sizeof(struct ib_uverbs_create_qp_resp);
+		c->response = raw_resp(ulen + drv_out);
+		c->user_handle = fz_u64(R);
+		c->qp_type = fz_one_in(R, 2) ? IBV_QPT_XRC_RECV :
+			     fz_one_in(R, 2) ? IBV_QPT_XRC_SEND :
+					       fz_below(R, 16);
+		/* A target's XRCD handle goes in pd_handle. */
+		c->pd_handle = raw_handle(c->qp_type == IBV_QPT_XRC_RECV &&
+					  fz_below(R, 4) ? xh :
+					  pd ? pd->handle : 0);
+		c->send_cq_handle = raw_handle(cq ? cq->handle : 0);
+		c->recv_cq_handle = raw_handle(cq ? cq->handle : 0);
+		c->is_srq = fz_one_in(R, 3);
+		c->srq_handle = raw_handle(srq ? srq->handle : 0);
+		c->max_send_wr = fz_one_in(R, 3) ? fz_interesting32(R) :
+						   fz_below(R, 64);
+		c->max_recv_wr = fz_one_in(R, 3) ? fz_interesting32(R) :
+						   fz_below(R, 64);
+		c->max_send_sge = fz_below(R, 5);
+		c->max_recv_sge = fz_below(R, 5);
+		c->max_inline_data = fz_interesting32(R);
+		c->sq_sig_all = fz_u32(R);
+		raw_cmd(IB_USER_VERBS_CMD_CREATE_QP, buf,
+			8 + sizeof(*c), drv_in, ulen + drv_out);
+		break;
+	}
+	default: {
+		struct ib_uverbs_open_xrcd *c = (void *)(buf + 1);
+		char path[96];
+		int fd = -1;
+
+		snprintf(path, sizeof(path), "%s/xrcd%u", xrcd_dir,
+			 fz_below(R, XRCD_FILES));
+		if (fz_one_in(R, 2))
+			fd = open(path, O_RDWR | O_CREAT, 0600);
+		ulen = sizeof(struct ib_uverbs_open_xrcd_resp);
+		c->response = raw_resp(ulen + drv_out);
+		c->fd = fd >= 0 ? (uint32_t)fd : fz_interesting32(R);
+		c->oflags = fz_one_in(R, 2) ? O_CREAT : fz_u32(R);
+		raw_cmd(IB_USER_VERBS_CMD_OPEN_XRCD, buf,
+			8 + sizeof(*c), drv_in, ulen + drv_out);
+		if (fd >= 0)
+			close(fd);
+	}
+	}
+	got.raw++;
+}
+
 
 static void random_ah_attr(struct ibv_ah_attr *ah)
 {
@@ -260,17 +920,37 @@ static void op_qp_modify(void)
 	struct ibv_qp *qp = ANY(p.qp), *peer = ANY(p.qp);
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr init;
-	int mask;
+	int mask, i;
 
 	if (!qp)
 		return;
+	/* XRC pairs: an initiator with a target (or the board's). */
+	if ((qp->qp_type == IBV_QPT_XRC_SEND ||
+	     qp->qp_type == IBV_QPT_XRC_RECV) && fz_below(R, 4))
+		for (i = 0; i < POOL && peer; i++) {
+			struct ibv_qp *c = p.qp[(i + qp->qp_num) % POOL];
+
+			if (c && c->qp_type != qp->qp_type &&
+			    (c->qp_type == IBV_QPT_XRC_SEND ||
+			     c->qp_type == IBV_QPT_XRC_RECV)) {
+				peer = c;
+				break;
+			}
+		}
 	switch (fz_below(R, 5)) {
 	case 0:		/* a proper connection to a QP of the pool */
-		if (peer && !fz_connect(qp, p.gid_idx, p.mtu, peer->qp_num,
-					&p.gid, fz_u32(R) & 0xffffff,
-					fz_u32(R) & 0xffffff,
-					fz_below(R, 32), fz_below(R, 8)))
+		if (!peer)
+			return;
+		if (!fz_connect(qp, p.gid_idx, p.mtu,
+				qp->qp_type == IBV_QPT_XRC_SEND &&
+				fz_one_in(R, 4) ? any_tgt_qpn() & 0xffffff :
+				peer->qp_num, &p.gid, fz_u32(R) & 0xffffff,
+				fz_u32(R) & 0xffffff, fz_below(R, 32),
+				fz_below(R, 8))) {
 			got.rts++;
+			got.xrts += qp->qp_type == IBV_QPT_XRC_SEND ||
+				    qp->qp_type == IBV_QPT_XRC_RECV;
+		}
 		return;
 	case 1:		/* anything at all */
 		fz_bytes(R, &a, sizeof(a));
@@ -503,6 +1183,8 @@ static void op_post_send(void)
 		}
 		wr[i].sg_list = sge[i];
 		wr[i].imm_data = fz_u32(R);
+		/* An XRC initiator's: the SRQ at the target. */
+		wr[i].qp_type.xrc.remote_srqn = any_srqn();
 		/* A UD WR's AH is a pointer the provider follows. */
 		switch (qp->qp_type == IBV_QPT_UD ? 2 : fz_below(R, 3)) {
 		case 0:
@@ -529,6 +1211,7 @@ static void op_post_send(void)
 			wr[i].opcode = IBV_WR_SEND;	/* bind_mw: op_mw */
 	}
 	got.send += !ibv_post_send(qp, wr, &bad);
+	got.xsend += qp->qp_type == IBV_QPT_XRC_SEND;
 }
 
 static void op_post_recv(void)
@@ -567,6 +1250,7 @@ static void scribble_wqe(void *e, uint32_t size, int send)
 		w->inline_len = fz_interesting32(R);
 		w->rdma.remote_addr = any_addr();
 		w->rdma.rkey = any_key();
+		w->xrc_remote_srqn = fz_one_in(R, 4) ? fz_u32(R) : any_srqn();
 		if (fz_one_in(R, 3)) {
 			w->ud.ah = fz_interesting32(R);
 			w->ud.remote_qpn = fz_u32(R);
@@ -617,6 +1301,15 @@ static void op_ring(void)
 	uint32_t i, n, idx;
 	int what = fz_below(R, 4), send = 0;
 
+	/*
+	 * An XRC target QP (created or opened) has no ring; the provider
+	 * refuses its posts: its doorbells, straight to the kernel.
+	 */
+	if (qp && qp->qp_type == IBV_QPT_XRC_RECV && what < 2) {
+		ibv_cmd_post_send(qp, NULL, &bsw);
+		ibv_cmd_post_recv(qp, NULL, &brw);
+		return;
+	}
 	if (what == 0 && qp && to_vqp(qp)->sq.ring.hdr) {
 		r = &to_vqp(qp)->sq.ring;
 		send = 1;
@@ -725,6 +1418,8 @@ static void child(const char *dev, uint64_t seed, double secs, int ready)
 		op_mw, op_srq, op_ah, op_post_send, op_post_send,
 		op_post_send, op_post_recv, op_post_recv, op_ring, op_ring,
 		op_query, op_import,
+		op_xrcd, op_xsrq, op_xsrq, op_open_qp, op_raw_xrc,
+		op_xrc_flow, op_xrc_flow,
 	};
 	struct ibv_port_attr port;
 	double end;
@@ -745,9 +1440,13 @@ static void child(const char *dev, uint64_t seed, double secs, int ready)
 	memset(p.mem, 0x5a, MEM_PAGES * PAGE);
 	mprotect(p.mem + 10 * PAGE, PAGE, PROT_NONE);
 	mprotect(p.mem + 20 * PAGE, PAGE, PROT_READ);
-	/* A base to build on: a PD, a CQ, two QPs. */
+	/* A base to build on: a PD, a CQ, an XRC domain. */
 	op_pd();
 	p.cq[0] = ibv_create_cq(p.ctx, 64, NULL, NULL, 0);
+	p.xrcd[0] = ibv_open_xrcd(p.ctx, &(struct ibv_xrcd_init_attr){
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	});
 
 	/*
 	 * The round's time starts now: on a debug kernel the setup above can
@@ -765,6 +1464,20 @@ static void child(const char *dev, uint64_t seed, double secs, int ready)
 	}
 	printf("#   %lu ops: %lu QPs, %lu MRs, %lu connections, %lu sends and %lu receives posted, %lu rings scribbled\n",
 	       ops, got.qp, got.mr, got.rts, got.send, got.recv, got.ring);
+	printf("#   XRC: %lu domains (%lu through a file), %lu SRQs, %lu target and %lu initiator QPs, %lu opened, %lu connected, %lu posts to initiators (%lu messages, %lu completed, %lu received), %lu raw commands (%lu taken)\n",
+	       got.xrcd, got.xrcd_file, got.xsrq, got.xtgt, got.xini,
+	       got.xopen, got.xrts, got.xsend, got.xflow, got.xsend_ok,
+	       got.xrecv_ok, got.raw, got.raw_ok);
+	if (getenv("VRDMA_FUZZ_VERBOSE")) {
+		int k;
+
+		printf("#   XRC CQEs by status:");
+		for (k = 0; k < 32; k++)
+			if (got.xstatus[k])
+				printf(" %s %lu", ibv_wc_status_str(k),
+				       got.xstatus[k]);
+		printf("\n");
+	}
 	fflush(stdout);
 	/* Leave everything to the kernel's cleanup, or tidy up first. */
 	if (fz_one_in(R, 2))
@@ -904,6 +1617,14 @@ int main(int argc, char **argv)
 		jobs = 2;
 	printf("TAP version 13\n# fuzz_verbs %s %s %s %#llx, %d runners\n",
 	       dev, dev2, argv[3], (unsigned long long)seed, jobs);
+	board = mmap(NULL, sizeof(*board), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	snprintf(xrcd_dir, sizeof(xrcd_dir), "/tmp/vrdma-fuzz-xrcd.XXXXXX");
+	if (board == MAP_FAILED || !mkdtemp(xrcd_dir)) {
+		printf("Bail out! no board or directory for the XRC domains: %s\n",
+		       strerror(errno));
+		return 1;
+	}
 	live = fz_live_start(dev, dev2);
 
 	if (argc > 5) {
@@ -932,6 +1653,13 @@ int main(int argc, char **argv)
 			idle += !!(WEXITSTATUS(st) & 4);
 		}
 	}
+	for (j = 0; j < XRCD_FILES; j++) {
+		char path[96];
+
+		snprintf(path, sizeof(path), "%s/xrcd%d", xrcd_dir, j);
+		unlink(path);
+	}
+	rmdir(xrcd_dir);
 	fz_result(!hangs, "no round stuck in the kernel");
 	fz_result(!crashes, "no round crashed or failed to start");
 	fz_result(!idle, "every runner had rounds that got to fuzzing");

@@ -18,6 +18,26 @@
  * round draws the RC target's remote rights (any of REMOTE_WRITE, _READ,
  * _ATOMIC) and the UC target's.
  *
+ * XRC: every round also has an XRC target QP in XRC domain X1, whose two
+ * XRC SRQs are S1 (in PD1, the RC target's) and S2 (in PD3, no QP's), and
+ * an XRC SRQ S3 in another domain X2 (in PD2); each SRQ has receives
+ * posted into a region of its own PD and a CQ of its own.  The XRC
+ * target gets the XRC opcodes (0xA0 + RC's) with an XRCETH naming S1, S2,
+ * S3, the other user's XRC SRQ, SRQs destroyed earlier or any number, with
+ * keys of the named SRQ's PD or any other, an XRCETH cut short under a
+ * valid ICRC, and RC opcodes; the RC target gets XRC opcodes, the XRC
+ * initiator (connected to nobody, a READ, an ATOMIC and a SEND
+ * outstanding) XRC and RC answers.  A round names (in every XRCETH it
+ * sends, damaged or not) only the SRQs of X1 it draws -- S1, S2 or both --
+ * so that only the memory of their PDs may change; now and then it
+ * destroys one of its SRQs under the target, and connects the target
+ * again when it is in ERR (its expected PSN read back with query_qp);
+ * messages of several packets go to it, now and then with its SRQ
+ * destroyed, the target reset or another SRQ named midway.  The quiet
+ * phase adds XRC requests from the local socket and fz3, and from the
+ * wire requests and answers of one transport to QPs of the other (each
+ * must count as malformed).
+ *
  * Meanwhile an RC pair between DEV0 and DEV1 moves data across the same
  * veth and checks every byte (fz_live_start); its QPN is never forged, as
  * a forged packet with the right QPN and PSN is indistinguishable from its
@@ -48,26 +68,40 @@
  *             differ from every old one
  *   READ destination, receives   local MRs the target QPs' own READs
  *             and the receives write
+ *   S2's PD's MR   every remote right, in PD3: only through S2
+ *   S2's PD's local-only MR   in PD3: S1's receives name it now and then
+ *   S1's, S2's, S3's receives   the XRC SRQs' receive buffers (S2's also
+ *             name PD1's local-only MR now and then: refused)
  * A byte may change only inside an MR whose rights and the round's QPs'
- * allow it.  Every byte that no key grants reading (all but the granted
- * and read-only MRs in a round whose RC target has REMOTE_READ, and the
- * stale MR when it has REMOTE_READ) holds a per-run 8-byte marker; every
+ * allow it -- for the XRC target, of the PD of an SRQ of X1 the round
+ * names; never of PD2 (S3's), never of an SRQ's receive buffer (and, for
+ * S2, of PD3) once the SRQ is destroyed.  Every byte that no key grants
+ * reading (all but the granted and read-only MRs in a round whose RC
+ * target, or XRC target through S1, has REMOTE_READ, S2's PD's MR in a
+ * round whose XRC target has it through S2, and the stale MR when it has
+ * REMOTE_READ) holds a per-run 8-byte marker; every
  * packet the device sends back towards NS and fz3 is captured and must not
  * hold 8 bytes of it.  Nor may a target answer a READ or an ATOMIC its
  * rights do not allow.
  *
  * Another process, of user nobody, has a PD, an MR with every remote right
- * over memory holding a second marker, an RC QP with no remote rights and
- * a UD QP.  The wire packets aim at its QPNs and keys, the target QPs'
- * packets and work requests use its keys and addresses, and it posts
+ * over memory holding a second marker, an RC QP with no remote rights, a
+ * UD QP and an XRC SRQ in an XRC domain of its own, receives posted into
+ * that memory (XRCETHs name it: it must never complete one).  The wire
+ * packets aim at its QPNs and keys, the target QPs' packets and work
+ * requests use its keys and addresses, and it posts
  * sends and receives with the keys of this process's local-only MR: none
  * of its memory may change or leave, none of this process's either.
  *
- * The target QPs end each round in RTS, SQE (UD) or ERR, never anything
- * else, and are destroyed (a destroy that fails is a failure), their CQEs
- * are well formed and none comes once they are destroyed, and at the end
- * the live pair has kept working and the device has counted dropped
- * packets.  Every child process is waited for with a deadline.
+ * The target QPs end each round in RTS, SQE (UD), RTR (the XRC target) or
+ * ERR, never anything else, and are destroyed (a destroy that fails is a
+ * failure), their CQEs are well formed and none comes once they are
+ * destroyed; a CQE of an XRC SRQ is a receive of the XRC target of one of
+ * that SRQ's WQEs, of an SRQ of X1 the round names, none once the SRQ is
+ * destroyed, none ever on S3's CQ; every QP sends only its transport's
+ * opcodes (the XRC target XRC answers, the initiator XRC requests); and
+ * at the end the live pair has kept working and the device has counted
+ * dropped packets.  Every child process is waited for with a deadline.
  *
  *   fuzz_wire DEV0 DEV1 SECONDS SEED [PACKETS]
  *
@@ -112,33 +146,56 @@
 #define LW		IBV_ACCESS_LOCAL_WRITE
 
 /*
- * The targets' peer QPNs (nobody): 0x43, the round modulo PEERS, RC 0 or
- * UC 1, so that a captured answer names the round and the QP it is of.
+ * The targets' peer QPNs (nobody): 0x43, the round modulo PEERS, and the
+ * kind of target (PK_*), so that a captured packet names the round and
+ * the QP it is of.
  */
 #define PEERS		0x4000
-#define PEER_QPN(round, uc)	(0x430000 | ((round) % PEERS) << 2 | (uc))
+#define PEER_QPN(round, kind)	(0x430000 | ((round) % PEERS) << 2 | (kind))
+enum { PK_RC, PK_UC, PK_XTGT, PK_XINI };
+
+/* The XRC opcodes: 0xA0 + the RC opcode (IBA table 38). */
+#define XRC		0xa0
+#define XRC_SRQS	3		/* S1, S2 (the target's XRCD), S3 */
+#define XRC_WRID	0x58524300	/* | SRQ index: the XRC SRQs' WQEs */
+#define OTHER_XRC_WRID	0x4f580000	/* the other user's XRC SRQ's */
 #define OTHER_PEER_QPN	0x4f0000	/* the other user's RC QP's peer */
 #define UD_DST_QPN	0xfff100	/* where UD sends go: nobody */
 
+/*
+ * The regions.  PD1 is the RC, UC, UD targets' and the XRC initiator's,
+ * and S1's, the first XRC SRQ of the XRC target's domain; PD2 is another
+ * PD, S3's, an XRC SRQ in another XRC domain; PD3 is S2's, the second
+ * XRC SRQ of the target's domain, and no QP's.
+ */
 enum { R_GRANTED, R_LOCAL, R_OTHER_PD, R_STALE, R_READDST, R_RECV, R_RO,
-	R_WO, R_AO, R_NUM };
+	R_WO, R_AO, R_X3, R_X3LOCAL, R_XRECV1, R_XRECV2, R_XRECV3, R_NUM };
 
 static const char *const region_name[R_NUM] = {
 	"granted MR", "local-only MR", "other PD's MR", "stale rkeys' MR",
 	"READ destination MR", "receive MR", "read-only MR", "write-only MR",
-	"atomic-only MR",
+	"atomic-only MR", "XRC SRQ S2's PD's MR", "S2's PD's local-only MR",
+	"S1's receive MR", "S2's receive MR", "S3's (other XRCD) receive MR",
 };
+/* The receive region of XRC SRQ k (S1, S2, S3: in PD1, PD3, PD2). */
+#define R_XRECV(k)	(R_XRECV1 + (k))
 
-/* What the other user's process tells this one, and the reverse. */
+/*
+ * What the other user's process tells this one, and the reverse; xrc_srqn
+ * is the number of its XRC SRQ (in an XRC domain of its own, receives
+ * posted into its memory), 0 if it has none.
+ */
 struct other_info {
 	uint64_t va;
-	uint32_t len, lkey, rkey, rc_qpn, ud_qpn, rc_psn;
+	uint32_t len, lkey, rkey, rc_qpn, ud_qpn, rc_psn, xrc_srqn;
 };
 
 static struct {
 	struct ibv_context *ctx;
-	struct ibv_pd *pd, *pd2;
+	struct ibv_pd *pd, *pd2, *pd3;
 	struct ibv_cq *cq;
+	struct ibv_xrcd *xrcd[2];	/* the XRC target's and S1, S2's; S3's */
+	struct ibv_cq *xcq[XRC_SRQS];	/* each XRC SRQ's own */
 	uint8_t *map[R_NUM];		/* REGION bytes each */
 	uint8_t *pat[R_NUM];		/* what they must hold */
 	struct ibv_mr *mr[R_NUM];
@@ -161,6 +218,7 @@ static struct {
 	int nah;
 	int slow;
 	uint8_t rc_acc[PEERS];		/* each round's RC target's rights */
+	uint8_t xrc_acc[PEERS];		/* ... and XRC target's */
 	int quiet, round;		/* in the quiet phase of round */
 	struct other_info other;	/* the other user's objects */
 	uint32_t other_exp;		/* its RC QP's expected PSN */
@@ -172,18 +230,68 @@ static struct {
 	unsigned long pkts, answers;
 	unsigned long leaks, leaks2;	/* markers seen */
 	unsigned long wrong_answers;	/* a READ/ATOMIC answered sans right */
+	unsigned long wrong_range;	/* an opcode outside its transport's */
 	unsigned long quiet_answers;	/* answers in the quiet phase */
 } cap;
 
-/* The target QPs of a round. */
+/*
+ * The target QPs of a round.  The XRC target (xt) is in XRC domain X1,
+ * whose SRQs are S1 (PD1) and S2 (PD3); S3 is in X2 (PD2).  A round names
+ * in its XRCETHs only the SRQs of X1 that xmode allows (bit k: srq[k]),
+ * so that a region an allowed SRQ's PD holds is the only one an XRC
+ * request may change; S3, dead SRQs and the other user's are named
+ * freely: nothing may ever reach them.
+ */
+#define NTGT	5
 struct target {
-	struct ibv_qp *rc, *uc, *ud;
-	uint32_t rc_rq_psn, rc_sq_psn, uc_rq_psn;
-	uint32_t rc_exp, uc_exp;	/* the PSNs the responders expect */
-	int rc_acc, uc_acc;
+	struct ibv_qp *rc, *uc, *ud, *xt, *xi;
+	uint32_t rc_rq_psn, rc_sq_psn, uc_rq_psn, xt_rq_psn, xi_sq_psn;
+	uint32_t rc_exp, uc_exp, xt_exp;	/* what the responders expect */
+	int rc_acc, uc_acc, xt_acc;
 	int mcast;			/* the UD target is in MCAST_IP */
-	uint32_t prev[3];		/* the previous round's QPNs, or 0 */
+	int xmode;			/* which of S1, S2 may be named */
+	struct ibv_srq *srq[XRC_SRQS];	/* NULL once destroyed */
+	uint32_t srqn[XRC_SRQS];
+	int srq_gone[XRC_SRQS];		/* destroyed during the round */
+	int xt_resets;			/* reset and connected again */
+	uint32_t prev[NTGT];		/* the previous round's QPNs, or 0 */
 };
+
+/* SRQ numbers of destroyed XRC SRQs: never valid again. */
+static uint32_t dead_srqn[16];
+static int ndead;
+
+/* How deep the XRC packets went: what to read a run's figures by. */
+static struct {
+	unsigned long recv_ok[XRC_SRQS];	/* successful receives */
+	unsigned long answers;			/* the XRC target's */
+	unsigned long placed[R_NUM];		/* bytes changed where allowed */
+} xs;
+
+/*
+ * An XRC request opcode: an RC request's (SEND, RDMA WRITE, READ, the two
+ * atomics, SEND with invalidate) + 0xA0, which carries an XRCETH (4
+ * bytes, the SRQ at the target) before the RC extension headers.  The XRC
+ * answers (ACK, READ responses, ATOMIC ACK) carry none.
+ */
+static int xrc_req(uint8_t op)
+{
+	uint8_t o = op & 0x1f;
+
+	return (op >> 5) == (XRC >> 5) &&
+	       (o <= 0x0c || o == 0x13 || o == 0x14 || o == 0x16 || o == 0x17);
+}
+
+static int xrc_answer(uint8_t op)
+{
+	return op >= XRC + 0x0d && op <= XRC + 0x12;
+}
+
+/* RC, UC and XRC share the RC opcodes' extension headers. */
+static int rc_like(uint8_t op)
+{
+	return (op >> 5) <= 1 || (op >> 5) == (XRC >> 5);
+}
 
 /* Extension header bytes of BTH opcode @op (IBA table 38), or -1. */
 static int ext_len(uint8_t op)
@@ -203,6 +311,10 @@ static int ext_len(uint8_t op)
 		return rc[op & 0x1f];
 	case 3:		/* UD: DETH, ImmDt */
 		return op == 0x64 ? 8 : op == 0x65 ? 12 : -1;
+	case 5:		/* XRC: RC's, an XRCETH first on requests */
+		if (xrc_req(op))
+			return 4 + rc[op & 0x1f];
+		return xrc_answer(op) ? rc[op & 0x1f] : -1;
 	default:
 		return -1;
 	}
@@ -293,7 +405,87 @@ static void put64(uint8_t *p, uint64_t v)
 
 struct fuzz_stats {
 	unsigned long sent, bad_icrc, truncated, mutated, send_err;
+	unsigned long xrc, xrc_short, xrc_srq_destroyed, xrc_seq;
 };
+
+/* ---- XRC SRQ numbers -------------------------------------------------- */
+
+/*
+ * Whether the 24 bits of @n name an SRQ of X1 that the round keeps out of
+ * its XRCETHs.
+ */
+static int srqn_forbidden(const struct target *t, uint32_t n)
+{
+	int k;
+
+	for (k = 0; k < 2; k++)
+		if (!(t->xmode & (1 << k)) && t->srqn[k] == (n & 0xffffff))
+			return 1;
+	return 0;
+}
+
+/*
+ * An SRQ number for an XRCETH: one of X1's that the round allows (alive
+ * or destroyed meanwhile), S3 (another XRC domain), the other user's, one
+ * destroyed in an earlier round, or anything; now and then with the
+ * reserved bits set.  *@which: the index of the SRQ it names, or -1.
+ */
+static uint32_t pick_srqn(struct fz_rng *r, const struct target *t, int clean,
+			  int *which)
+{
+	uint32_t n;
+	int k = -1;
+
+	switch (clean && fz_below(r, 3) ? 0 : fz_below(r, clean ? 10 : 16)) {
+	case 0: case 1: case 2: case 3: case 4: case 5: case 6:
+		k = t->xmode == 3 ? (int)fz_below(r, 2) : t->xmode - 1;
+		break;
+	case 7:
+		k = 2;
+		break;
+	case 8:
+		if (g.have_other && g.other.xrc_srqn) {
+			n = g.other.xrc_srqn;
+			goto out;
+		}
+		k = 2;
+		break;
+	case 9:
+		if (ndead) {
+			n = dead_srqn[fz_below(r, ndead)];
+			goto out;
+		}
+		/* fall through */
+	default:
+		n = fz_one_in(r, 2) ? fz_interesting32(r) :
+		    t->srqn[0] + fz_below(r, 16) - 8;
+		goto out;
+	}
+	n = t->srqn[k];
+out:
+	if (!clean && fz_one_in(r, 8))
+		n |= fz_u32(r) << 24;
+	while (srqn_forbidden(t, n)) {
+		n = fz_u32(r);
+		k = -1;
+	}
+	*which = k;
+	return n;
+}
+
+/*
+ * A key and an address inside region @i's MR (the stale one: an old key),
+ * @len bytes of it if they fit.
+ */
+static void key_va_region(struct fz_rng *r, int i, uint32_t len,
+			  uint32_t *rkey, uint64_t *va)
+{
+	uint64_t base = (uintptr_t)g.map[i] + g.mr_off[i];
+	size_t mlen = g.mr_len[i];
+
+	*rkey = i == R_STALE ? g.stale[fz_below(r, g.nstale)] : g.mr[i]->rkey;
+	*va = base + (len < mlen ? fz_below(r, mlen - len + 1) : 0);
+}
 
 /*
  * A key and an address inside the memory it names: a region's MR, an old
@@ -320,6 +512,26 @@ static void pick_key_va(struct fz_rng *r, uint32_t len, uint32_t *rkey,
 	*va = base + (len < mlen ? fz_below(r, mlen - len + 1) : 0);
 }
 
+/*
+ * ... for an XRC request naming SRQ @k of PD 1, 3, 2 (S1, S2, S3): mostly
+ * a key of that PD, its remotely accessible MR first; else any.
+ */
+static void pick_key_va_xrc(struct fz_rng *r, int k, uint32_t len,
+			    uint32_t *rkey, uint64_t *va)
+{
+	static const int pd_regions[XRC_SRQS][6] = {
+		{ R_GRANTED, R_GRANTED, R_RO, R_WO, R_AO, R_LOCAL },
+		{ R_X3, R_X3, R_X3, R_X3LOCAL, R_XRECV2, R_X3 },
+		{ R_OTHER_PD, R_OTHER_PD, R_XRECV3, R_OTHER_PD, R_OTHER_PD,
+		  R_XRECV3 },
+	};
+
+	if (k < 0 || fz_one_in(r, 3))
+		pick_key_va(r, len, rkey, va);
+	else
+		key_va_region(r, pd_regions[k][fz_below(r, 6)], len, rkey, va);
+}
+
 /* A request opcode that executes something, well formed. */
 static int pick_request(struct fz_rng *r)
 {
@@ -341,13 +553,14 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 	struct udphdr *udp = (struct udphdr *)(ip + 1);
 	struct sockaddr_in to = { .sin_family = AF_INET };
 	uint32_t qpn, psn, plen, pad, len, mtu = 128u << g.mtu;
-	int op, el, bad_icrc = 0, damaged = 0, clean = 0;
+	int op, el, bad_icrc = 0, damaged = 0, clean = 0, xk = -1, xo = 0;
+	int fam = 0;	/* the opcodes' transport of the QP exp is of */
 	struct in_addr src;
 	uint16_t id, sport;
 	uint32_t *exp = NULL;
 
 	/* Which QP, which opcode, which PSN. */
-	switch (fz_below(r, 12)) {
+	switch (fz_below(r, 16)) {
 	case 0: case 1: case 2: case 3:
 		qpn = t->rc->qp_num;
 		if (fz_one_in(r, 3)) {
@@ -357,8 +570,9 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 			psn = t->rc_exp - (fz_one_in(r, 2) ? 0 :
 					   1 + fz_below(r, 3));
 		} else {
-			op = fz_below(r, 0x20);
-			if (op >= 0x0d && op <= 0x12)	/* our requests' */
+			/* XRC's opcodes too: not for an RC QP. */
+			op = fz_below(r, 0x20) | (fz_one_in(r, 8) ? XRC : 0);
+			if ((op & 0x1f) >= 0x0d && (op & 0x1f) <= 0x12)
 				psn = t->rc_sq_psn + fz_below(r, 16) - 4;
 			else
 				psn = t->rc_exp + (fz_one_in(r, 2) ? 0 :
@@ -366,16 +580,56 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		}
 		exp = &t->rc_exp;
 		break;
+	case 12: case 13: case 14:
+		/*
+		 * The XRC target: well formed requests naming an SRQ (mostly
+		 * one the round allows) with a key of its PD, at the expected
+		 * PSN or a few behind; else any XRC opcode, now and then an
+		 * RC one (not for an XRC QP).
+		 */
+		qpn = t->xt->qp_num;
+		if (fz_one_in(r, 2)) {
+			clean = 1;
+			op = XRC + pick_request(r);
+			psn = t->xt_exp - (fz_one_in(r, 2) ? 0 :
+					   1 + fz_below(r, 3));
+		} else {
+			/*
+			 * At the expected PSN less often than RC's: garbage
+			 * there ends the target, and deep messages need it
+			 * alive (it is connected again when in ERR).
+			 */
+			op = fz_below(r, 0x20) | (fz_one_in(r, 8) ? 0 : XRC);
+			psn = t->xt_exp + (fz_one_in(r, 4) ? 0 :
+					   fz_below(r, 16) - 4);
+		}
+		exp = &t->xt_exp;
+		fam = XRC >> 5;
+		st->xrc++;
+		break;
+	case 15:
+		/*
+		 * The XRC initiator, with requests outstanding: XRC answers
+		 * near its PSNs, now and then RC ones and XRC requests.
+		 */
+		qpn = t->xi->qp_num;
+		op = fz_one_in(r, 4) ? fz_below(r, 0x20) :
+		     fz_one_in(r, 4) ? XRC + fz_below(r, 0x20) :
+		     XRC + 0x0d + fz_below(r, 6);
+		psn = t->xi_sq_psn + fz_below(r, 16) - 4;
+		st->xrc++;
+		break;
 	case 4: case 5:
 		qpn = t->uc->qp_num;
 		op = 0x20 + fz_below(r, 0x20);
 		psn = t->uc_exp + (fz_one_in(r, 2) ? 0 : fz_below(r, 16) - 4);
 		exp = &t->uc_exp;
+		fam = 1;
 		break;
 	case 6: case 7:
 		qpn = fz_one_in(r, 4) ? 1 : t->ud->qp_num;	/* QP1 too */
-		if (fz_one_in(r, 3))		/* RC answers: not for UD */
-			op = 0x0d + fz_below(r, 6);
+		if (fz_one_in(r, 3))		/* RC, XRC answers: not for UD */
+			op = 0x0d + fz_below(r, 6) + (fz_one_in(r, 2) ? XRC : 0);
 		else
 			op = fz_one_in(r, 4) ? fz_below(r, 256) :
 			     0x64 + fz_below(r, 2);
@@ -409,10 +663,11 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		 * A QPN of the previous round (destroyed) or another target's:
 		 * never just any neighbour, which may be the live pair's.
 		 */
-		qpn = t->prev[fz_below(r, 3)];
+		qpn = t->prev[fz_below(r, NTGT)];
 		if (!qpn || fz_one_in(r, 2))
 			qpn = (uint32_t[]){ t->rc->qp_num, t->uc->qp_num,
-					    t->ud->qp_num }[fz_below(r, 3)];
+					    t->ud->qp_num, t->xt->qp_num,
+					    t->xi->qp_num }[fz_below(r, NTGT)];
 		op = fz_below(r, 256);
 		psn = fz_u32(r);
 		break;
@@ -420,6 +675,11 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 	el = ext_len(op);
 	if (el < 0)
 		el = fz_below(r, 32);
+	/* An XRCETH cut short, under a valid ICRC. */
+	if (!clean && xrc_req(op) && fz_one_in(r, 16)) {
+		el = fz_below(r, 4);
+		st->xrc_short++;
+	}
 	switch (fz_below(r, 8)) {
 	case 0:
 		plen = 0;
@@ -438,6 +698,8 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 	}
 	if ((op & 0x1f) == 0x0c || (op & 0x1f) == 0x13 || (op & 0x1f) == 0x14)
 		plen = clean ? 0 : plen;	/* requests without payload */
+	if (el < 4 && xrc_req(op))
+		plen = 0;
 	if (plen > 1400 - el)
 		plen = 1400 - el;
 	pad = (4 - plen % 4) % 4;
@@ -466,51 +728,59 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 	/* Extension headers, plausible field by field. */
 	p = bth + 12;
 	fz_bytes(r, p, el);
-	switch (op & 0x1f) {
+	if (xrc_req(op) && el >= 4) {
+		/* The XRCETH: the SRQ the request is for. */
+		put32(p, pick_srqn(r, t, clean, &xk));
+		xo = 4;
+	} else if (xrc_req(op)) {
+		xo = el;	/* cut short: nothing more */
+		op = -1;
+	}
+	switch (op < 0 || !rc_like(op) ? -1 : op & 0x1f) {
 	case 0x06: case 0x0a: case 0x0b: case 0x0c:	/* RETH */
-		if (op >= 0x40)
-			break;
 		if (clean) {
-			uint32_t dl = op == 0x0c ? 1 + fz_below(r, 2 * mtu) :
-				      plen, key;
+			uint32_t dl = (op & 0x1f) == 0x0c ?
+				      1 + fz_below(r, 2 * mtu) : plen, key;
 			uint64_t va;
 
-			pick_key_va(r, dl, &key, &va);
-			put64(p, va);
-			put32(p + 8, key);
-			put32(p + 12, dl);
+			if (xo)
+				pick_key_va_xrc(r, xk, dl, &key, &va);
+			else
+				pick_key_va(r, dl, &key, &va);
+			put64(p + xo, va);
+			put32(p + xo + 8, key);
+			put32(p + xo + 12, dl);
 			break;
 		}
-		put64(p, pick_va(r, plen));
-		put32(p + 8, pick_rkey(r));
-		put32(p + 12, pick_len(r, op == 0x0c ? fz_below(r, 4 * mtu) :
-				       plen));
+		put64(p + xo, pick_va(r, plen));
+		put32(p + xo + 8, pick_rkey(r));
+		put32(p + xo + 12, pick_len(r, (op & 0x1f) == 0x0c ?
+					    fz_below(r, 4 * mtu) : plen));
 		break;
 	case 0x13: case 0x14:				/* AtomicETH */
-		if (op >= 0x40)
-			break;
 		if (clean) {
 			uint32_t key;
 			uint64_t va;
 
-			pick_key_va(r, 8, &key, &va);
-			put64(p, va & ~7ull);
-			put32(p + 8, key);
+			if (xo)
+				pick_key_va_xrc(r, xk, 8, &key, &va);
+			else
+				pick_key_va(r, 8, &key, &va);
+			put64(p + xo, va & ~7ull);
+			put32(p + xo + 8, key);
 			break;
 		}
-		put64(p, pick_va(r, 8) & (fz_one_in(r, 4) ? ~0ull : ~7ull));
-		put32(p + 8, pick_rkey(r));
+		put64(p + xo, pick_va(r, 8) & (fz_one_in(r, 4) ? ~0ull : ~7ull));
+		put32(p + xo + 8, pick_rkey(r));
 		break;
 	case 0x0d: case 0x0f: case 0x10: case 0x11: case 0x12:	/* AETH */
-		if (op >= 0x40)
-			break;
 		p[0] = fz_one_in(r, 2) ? 0x1f : fz_u32(r);
 		break;
 	case 0x16: case 0x17:				/* IETH */
-		if (op < 0x40)
-			put32(p, pick_rkey(r));
+		put32(p + xo, pick_rkey(r));
 		break;
 	}
+	op = bth[0];
 	if ((op == 0x64 || op == 0x65) && fz_below(r, 4))
 		put32(p, fz_one_in(r, 2) ? QKEY : 0x80000000);	/* Q_Key */
 	p += el;
@@ -525,6 +795,13 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 			bth[fz_below(r, 12 + el)] ^= 1 << fz_below(r, 8);
 		st->mutated++;
 		damaged = 1;
+		/*
+		 * Whatever the damage made of the packet: an XRCETH never
+		 * names an SRQ the round keeps out.
+		 */
+		if (xrc_req(bth[0]) && el + plen >= 4 &&
+		    srqn_forbidden(t, ntohl(*(uint32_t *)(bth + 12))))
+			put32(bth + 12, t->srqn[2]);
 	}
 
 	wire_icrc(pkt, len);
@@ -552,6 +829,7 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 	 * (if it takes it): aim the next ones there, deeper into messages.
 	 */
 	if (exp && !damaged && ((psn ^ *exp) & 0xffffff) == 0 &&
+	    (op >> 5) == fam && !(xrc_req(op) && el < 4) &&
 	    ((op & 0x1f) <= 0x0c || (op & 0x1f) == 0x13 ||
 	     (op & 0x1f) == 0x14 || (op & 0x1f) >= 0x16))
 		*exp = (*exp + 1) & 0xffffff;
@@ -626,12 +904,20 @@ static uint8_t marked(const uint8_t *m, const void *addr)
 	return m[(uintptr_t)addr & 7];
 }
 
-/* Whether the round's targets may read region @i through its MR. */
+/*
+ * Whether the round's targets may read region @i through its MR: the RC
+ * target those of PD1, the XRC target those of the PD of an SRQ the
+ * round names (S1: PD1, S2: PD3).
+ */
 static int readable(int i, const struct target *t)
 {
+	int x1 = (t->xmode & 1) && (t->xt_acc & RR);
+
 	if (i == R_STALE)
 		return !!(g.mr_acc[i] & RR);	/* its key is never sent */
-	return (i == R_GRANTED || i == R_RO) && (t->rc_acc & RR);
+	if (i == R_X3)
+		return (t->xmode & 2) && (t->xt_acc & RR);
+	return (i == R_GRANTED || i == R_RO) && ((t->rc_acc & RR) || x1);
 }
 
 /*
@@ -650,17 +936,28 @@ static void fill_region(int i, const struct target *t)
 	memcpy(g.map[i], g.pat[i], REGION);
 }
 
-/* What the round's targets may change: by the MRs' and the QPs' rights. */
+/*
+ * What the round's targets may change: by the MRs' and the QPs' rights.
+ * The XRC target may change PD1's MRs through S1, PD3's through S2, and
+ * the receive buffers of the SRQs the round names; never PD2's (S3's, in
+ * another XRC domain).
+ */
 static void rights_setup(const struct target *t)
 {
-	int w = (t->rc_acc | t->uc_acc) & RW, a = t->rc_acc & RA, i;
+	int x1 = t->xmode & 1 ? t->xt_acc : 0, x2 = t->xmode & 2 ? t->xt_acc : 0;
+	int w = (t->rc_acc | t->uc_acc | x1) & RW, a = (t->rc_acc | x1) & RA, i;
 
 	for (i = 0; i < R_NUM; i++) {
 		int acc = g.mr_acc[i];
 
-		g.may_change[i] = i == R_READDST || i == R_RECV;
+		g.may_change[i] = i == R_READDST || i == R_RECV ||
+				  (i == R_XRECV1 && (t->xmode & 1)) ||
+				  (i == R_XRECV2 && (t->xmode & 2));
 		if (i == R_GRANTED || i == R_WO || i == R_AO)
 			g.may_change[i] = (w && (acc & RW)) || (a && (acc & RA));
+		if (i == R_X3)
+			g.may_change[i] = ((x2 & RW) && (acc & RW)) ||
+					  ((x2 & RA) && (acc & RA));
 		fill_region(i, t);
 	}
 }
@@ -672,6 +969,12 @@ static int regions_setup(void)
 		[R_OTHER_PD] = LW | RW | RR | RA, [R_STALE] = LW | RW | RR | RA,
 		[R_READDST] = LW, [R_RECV] = LW, [R_RO] = RR,
 		[R_WO] = LW | RW, [R_AO] = LW | RA,
+		[R_X3] = LW | RW | RR | RA, [R_X3LOCAL] = LW,
+		[R_XRECV1] = LW, [R_XRECV2] = LW, [R_XRECV3] = LW,
+	};
+	struct ibv_pd *pd[R_NUM] = {
+		[R_OTHER_PD] = g.pd2, [R_XRECV3] = g.pd2,
+		[R_X3] = g.pd3, [R_X3LOCAL] = g.pd3, [R_XRECV2] = g.pd3,
 	};
 	int i;
 
@@ -687,7 +990,7 @@ static int regions_setup(void)
 		g.mr_off[i] = 4096 * 4 + 100 + 8 * i;
 		g.mr_len[i] = 3 * 4096 + 37;
 		g.mr_acc[i] = acc[i];
-		g.mr[i] = ibv_reg_mr(i == R_OTHER_PD ? g.pd2 : g.pd,
+		g.mr[i] = ibv_reg_mr(pd[i] ? pd[i] : g.pd,
 				     g.map[i] + g.mr_off[i], g.mr_len[i],
 				     acc[i]);
 		if (!g.mr[i])
@@ -745,8 +1048,10 @@ static long sentinel_check(const char *when, int all)
 		size_t j, lo = g.mr_off[i], hi = lo + g.mr_len[i];
 
 		for (j = 0; j < REGION; j++) {
-			if (!all && g.may_change[i] && j >= lo && j < hi)
+			if (!all && g.may_change[i] && j >= lo && j < hi) {
+				xs.placed[i] += g.map[i][j] != g.pat[i][j];
 				continue;
+			}
 			if (g.map[i][j] == g.pat[i][j])
 				continue;
 			if (!bad)
@@ -787,9 +1092,9 @@ static void capture_one(uint8_t *p, size_t n)
 	struct iphdr *ip = (struct iphdr *)p;
 	struct udphdr *udp;
 	uint32_t dqpn, psn;
-	uint8_t *bth, op;
+	uint8_t *bth, op, rop;
 	size_t hl;
-	int acc = -1, round = -1;
+	int acc = -1, round = -1, kind = -1;
 
 	if (n < sizeof(*ip) || ip->version != 4 || ip->protocol != IPPROTO_UDP)
 		return;
@@ -805,24 +1110,42 @@ static void capture_one(uint8_t *p, size_t n)
 	op = bth[0];
 	dqpn = ntohl(*(uint32_t *)(bth + 4)) & 0xffffff;
 	psn = ntohl(*(uint32_t *)(bth + 8)) & 0xffffff;
-	if ((dqpn & ~0xffffu) == 0x430000 && !(dqpn & 3)) {
+	if ((dqpn & ~0xffffu) == 0x430000) {
 		round = (dqpn >> 2) % PEERS;
-		acc = g.rc_acc[round];
+		kind = dqpn & 3;
+		acc = kind == PK_RC ? g.rc_acc[round] :
+		      kind == PK_XTGT ? g.xrc_acc[round] : -1;
 	} else if (dqpn == OTHER_PEER_QPN) {
+		kind = PK_RC;
 		acc = 0;
 	}
-	if (acc >= 0 && op >= 0x0d && op <= 0x12) {
+	/*
+	 * Each QP speaks its transport only: the RC targets RC (requests
+	 * and answers), the UC target UC, the XRC target XRC answers, the
+	 * XRC initiator XRC requests.
+	 */
+	if (kind >= 0 &&
+	    (kind == PK_XTGT ? !xrc_answer(op) :
+	     kind == PK_XINI ? !xrc_req(op) :
+	     kind == PK_UC ? (op >> 5) != 1 : (op >> 5) != 0)) {
+		if (++cap.wrong_range <= 3)
+			printf("# a packet of opcode %#x to QP %#x PSN %#x is not of its QP's transport\n",
+			       op, dqpn, psn);
+	}
+	rop = kind == PK_XTGT ? op - XRC : op;
+	if (acc >= 0 && rop >= 0x0d && rop <= 0x12) {
 		const char *why = NULL;
 		unsigned long *nr = NULL;
 
 		cap.answers++;
+		xs.answers += kind == PK_XTGT;
 		if (g.quiet && round == g.round % PEERS) {
 			why = "answers a packet that did not come from the wire";
 			nr = &cap.quiet_answers;
-		} else if (op <= 0x10 && op != 0x0e && !(acc & RR)) {
+		} else if (rop <= 0x10 && rop != 0x0e && !(acc & RR)) {
 			why = "is a READ response of a QP without REMOTE_READ";
 			nr = &cap.wrong_answers;
-		} else if (op == 0x12 && !(acc & RA)) {
+		} else if (rop == 0x12 && !(acc & RA)) {
 			why = "is an ATOMIC ACK of a QP without REMOTE_ATOMIC";
 			nr = &cap.wrong_answers;
 		}
@@ -831,7 +1154,7 @@ static void capture_one(uint8_t *p, size_t n)
 			       op, dqpn, psn, why);
 	}
 	/* An ATOMIC ACK returns the original value: the QP may read it. */
-	if (op == 0x12 && acc > 0 && (acc & RA) && n >= hl + 8 + 24)
+	if (rop == 0x12 && acc > 0 && (acc & RA) && n >= hl + 8 + 24)
 		memset(bth + 16, 0, 8);
 	if (has_marker(bth, n - hl - 8, g.marker)) {
 		if (cap.leaks++ < 3)
@@ -1011,7 +1334,7 @@ static int inject_ns(const struct inj *in)
 }
 
 struct quiet_stats {
-	unsigned long injected, answers_to_ud;
+	unsigned long injected, answers_to_ud, xrc_cross;
 	long long wrong_netdev, malformed;
 	int bad, bad_count, bad_malformed;
 };
@@ -1025,13 +1348,14 @@ struct quiet_stats {
 static void quiet_phase(struct fz_rng *r, struct target *t,
 			struct quiet_stats *qs, const char *when)
 {
-	struct inj in[16];
-	uint8_t ext[28];
+	struct inj in[24];
+	uint8_t ext[32];
 	uint32_t mtu = (128u << g.mtu) > 1024 ? 1024 : 128u << g.mtu;
 	long long wn, mal;
 	struct ibv_wc wc;
-	int n = 0, i, lo = 0, ns = 0, answers = 0, k;
+	int n = 0, i, lo = 0, ns = 0, answers = 0, k, x, xk, cross, xc = 0;
 	uint64_t va = (uintptr_t)g.map[R_GRANTED] + g.mr_off[R_GRANTED];
+	uint32_t xn = pick_srqn(r, t, 1, &xk);
 
 	capture_drain();
 	wn = rc_hw_counter(ibv_get_device_name(g.ctx->device), "wrong_netdev");
@@ -1044,7 +1368,24 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 		memset(ext, 0, sizeof(ext));
 		put64(ext, va + 8 * fz_below(r, 64));
 		put32(ext + 8, g.mr[R_GRANTED]->rkey);
-		switch (fz_below(r, 9)) {
+		switch (fz_below(r, 11)) {
+		case 9:		/* XRC SEND to an SRQ the round names */
+			xk = t->xmode == 3 ? (int)fz_below(r, 2) : t->xmode - 1;
+			put32(ext, t->srqn[xk]);
+			inj_build(r, &in[n++], rt, XRC + 0x04, t->xt->qp_num,
+				  t->xt_exp, ext, 4, 16);
+			break;
+		case 10:	/* XRC WRITE with a key of that SRQ's PD */
+			xk = t->xmode == 3 ? (int)fz_below(r, 2) : t->xmode - 1;
+			x = xk ? R_X3 : R_GRANTED;
+			put32(ext, t->srqn[xk]);
+			put64(ext + 4, (uintptr_t)g.map[x] + g.mr_off[x] +
+				       8 * fz_below(r, 64));
+			put32(ext + 12, g.mr[x]->rkey);
+			put32(ext + 16, 16);
+			inj_build(r, &in[n++], rt, XRC + 0x0a, t->xt->qp_num,
+				  t->xt_exp, ext, 20, 16);
+			break;
 		case 0:
 			inj_build(r, &in[n++], rt, 0x04, t->rc->qp_num,
 				  t->rc_exp, ext, 0, 16);
@@ -1106,6 +1447,35 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 			  fz_u32(r), ext, op[k] == 0x12 ? 12 : 4,
 			  op[k] == 0x10 ? 4 : 0);
 	}
+	/*
+	 * Requests and answers of one transport at QPs of the other, every
+	 * field right: an RC SEND at the XRC target's expected PSN, an XRC
+	 * SEND (to an SRQ the round names) at the RC target's, XRC answers
+	 * to the RC target and the XRC target, an RC ACK and an XRC SEND to
+	 * the XRC initiator.  Each is malformed.
+	 */
+	cross = n;
+	for (k = 0; k < 6; k++) {
+		static const uint8_t op[] = { 0x04, XRC + 0x04, XRC + 0x11,
+					      XRC + 0x10, 0x11, XRC + 0x04 };
+		uint32_t qpn[] = { t->xt->qp_num, t->rc->qp_num,
+				   t->rc->qp_num, t->xt->qp_num,
+				   t->xi->qp_num, t->xi->qp_num };
+		uint32_t psn[] = { t->xt_exp, t->rc_exp, t->rc_sq_psn,
+				   t->xt_exp, t->xi_sq_psn, t->xi_sq_psn };
+		int el = xrc_req(op[k]) ? 4 : (op[k] & 0x1f) == 0x04 ? 0 : 4;
+
+		memset(ext, 0, sizeof(ext));
+		if (xrc_req(op[k])) {
+			put32(ext, xn);
+		} else if (el) {
+			ext[0] = 0x1f;
+			ext[3] = 1;
+		}
+		inj_build(r, &in[n++], WIRE, op[k], qpn[k], psn[k], ext, el,
+			  (op[k] & 0x1f) == 0x04 ? 16 :
+			  (op[k] & 0x1f) == 0x10 ? 4 : 0);
+	}
 
 	lo = inject_local(in, n);
 	for (i = 0; i < n; i++) {
@@ -1113,6 +1483,8 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 			continue;
 		if (in[i].route == ALT)
 			ns++;
+		else if (i >= cross)
+			xc++;
 		else
 			answers++;
 	}
@@ -1121,6 +1493,7 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 	g.quiet = 0;
 	qs->injected += lo + ns;
 	qs->answers_to_ud += answers;
+	qs->xrc_cross += xc;
 
 	/*
 	 * A WR of the RC target with the other user's key may fail by now
@@ -1135,6 +1508,17 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 			printf("# %s: a CQE for a packet that did not come from the wire: qp %#x status %d opcode %d\n",
 			       when, wc.qp_num, wc.status, wc.opcode);
 		qs->bad++;
+	}
+	for (k = 0; k < XRC_SRQS; k++) {
+		while (ibv_poll_cq(g.xcq[k], 1, &wc) > 0) {
+			if (wc.status == IBV_WC_WR_FLUSH_ERR)
+				continue;
+			if (!qs->bad)
+				printf("# %s: a CQE of XRC SRQ S%d for a packet that did not come from the wire: qp %#x status %d opcode %d\n",
+				       when, k + 1, wc.qp_num, wc.status,
+				       wc.opcode);
+			qs->bad++;
+		}
 	}
 	if (sentinel_check(when, 1)) {
 		printf("# %s: a packet that did not come from the wire wrote memory\n",
@@ -1154,10 +1538,10 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 			printf("# %s: wrong_netdev +%lld for %d packets from this host and %d from fz3\n",
 			       when, wn, lo, ns);
 	}
-	if (mal < answers) {
+	if (mal < answers + xc) {
 		if (!qs->bad_malformed++)
-			printf("# %s: malformed +%lld for %d RC answers to UD and QP1\n",
-			       when, mal, answers);
+			printf("# %s: malformed +%lld for %d RC answers to UD and QP1 and %d packets of one of RC and XRC at a QP of the other\n",
+			       when, mal, answers, xc);
 	}
 }
 
@@ -1230,14 +1614,16 @@ static int other_run(const char *dev, int rfd, int wfd)
 	struct other_info me = { 0 }, them;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
-	struct ibv_cq *cq;
+	struct ibv_cq *cq, *xcq;
 	struct ibv_mr *mr;
 	struct ibv_qp *rc, *ud;
 	struct ibv_ah *ah;
+	struct ibv_xrcd *xrcd;
+	struct ibv_srq *xsrq = NULL;
 	struct ibv_wc wc[16];
 	struct ibv_port_attr port;
 	union ibv_gid peer = { 0 };
-	unsigned long sends = 0, recvs = 0, loops = 0;
+	unsigned long sends = 0, recvs = 0, loops = 0, xcqes = 0;
 	long changed = 0;
 	uint8_t *mem;
 	int gi, recv_out = 0;
@@ -1285,6 +1671,40 @@ static int other_run(const char *dev, int rfd, int wfd)
 	me.rc_qpn = rc->qp_num;
 	me.ud_qpn = ud->qp_num;
 	me.rc_psn = 0x1000;
+	/*
+	 * An XRC SRQ in an XRC domain of its own, receives posted into its
+	 * memory: the fuzzer names it in the XRCETHs of requests to its XRC
+	 * target, which must never reach it.
+	 */
+	xrcd = ibv_open_xrcd(ctx, &(struct ibv_xrcd_init_attr){
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	});
+	xcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	if (xrcd && xcq)
+		xsrq = ibv_create_srq_ex(ctx, &(struct ibv_srq_init_attr_ex){
+			.attr = { .max_wr = 32, .max_sge = 1 },
+			.comp_mask = IBV_SRQ_INIT_ATTR_TYPE |
+				     IBV_SRQ_INIT_ATTR_PD |
+				     IBV_SRQ_INIT_ATTR_XRCD |
+				     IBV_SRQ_INIT_ATTR_CQ,
+			.srq_type = IBV_SRQT_XRC, .pd = pd, .xrcd = xrcd,
+			.cq = xcq,
+		});
+	if (xsrq && !ibv_get_srq_num(xsrq, &me.xrc_srqn)) {
+		struct ibv_sge s = { (uintptr_t)mr->addr, mr->length,
+				     mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = OTHER_XRC_WRID,
+					  .sg_list = &s, .num_sge = 1 }, *br;
+		int i;
+
+		for (i = 0; i < 16; i++)
+			ibv_post_srq_recv(xsrq, &rw, &br);
+	} else {
+		printf("# the other user has no XRC SRQ: %s\n",
+		       strerror(errno));
+		me.xrc_srqn = 0;
+	}
 	if (!ah || write(wfd, &me, sizeof(me)) != sizeof(me) ||
 	    poll(&(struct pollfd){ rfd, POLLIN }, 1, 60000 * g.slow) <= 0 ||
 	    read(rfd, &them, sizeof(them)) != sizeof(them))
@@ -1319,6 +1739,12 @@ static int other_run(const char *dev, int rfd, int wfd)
 		while ((n = ibv_poll_cq(cq, 16, wc)) > 0)
 			for (i = 0; i < n; i++)
 				recv_out -= !!(wc[i].opcode & IBV_WC_RECV);
+		while (xcq && (n = ibv_poll_cq(xcq, 16, wc)) > 0) {
+			if (!xcqes)
+				printf("# the other user's XRC SRQ completed a receive: qp %#x status %d\n",
+				       wc[0].qp_num, wc[0].status);
+			xcqes += n;
+		}
 		for (j = 0; j < REGION; j++) {
 			if (mem[j] == marked(g.marker2, mem + j))
 				continue;
@@ -1329,9 +1755,9 @@ static int other_run(const char *dev, int rfd, int wfd)
 			mem[j] = marked(g.marker2, mem + j);
 		}
 	}
-	printf("# the other user (uid %d) posted %lu sends and %lu receives with this process's key; %ld bytes of its memory changed\n",
-	       getuid(), sends, recvs, changed);
-	return changed ? 1 : 0;
+	printf("# the other user (uid %d) posted %lu sends and %lu receives with this process's key; %ld bytes of its memory changed, %lu CQEs of its XRC SRQ (%u)\n",
+	       getuid(), sends, recvs, changed, xcqes, me.xrc_srqn);
+	return changed || xcqes ? 1 : 0;
 }
 
 /* Start other_run() in a child; its pid, its objects in g.other. */
@@ -1456,6 +1882,392 @@ static void mcast_gid(union ibv_gid *mgid)
 	inet_pton(AF_INET, MCAST_IP, mgid->raw + 12);
 }
 
+/* ---- the XRC targets ------------------------------------------------- */
+
+/* XRC SRQ @k: S1 (X1, PD1), S2 (X1, PD3), S3 (X2, PD2), each its own CQ. */
+static struct ibv_srq *xrc_srq_create(int k)
+{
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = { .max_wr = 64, .max_sge = 2 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC,
+		.pd = k == 0 ? g.pd : k == 1 ? g.pd3 : g.pd2,
+		.xrcd = g.xrcd[k == 2],
+		.cq = g.xcq[k],
+	};
+
+	return ibv_create_srq_ex(g.ctx, &sa);
+}
+
+/*
+ * Receives into XRC SRQ @k's receive region.  Now and then, in S1 or S2,
+ * one whose key is of the other's PD: refused when a message reaches it
+ * (the key's region never changes, the target goes to error).
+ */
+static void post_srq_recvs(struct fz_rng *r, struct target *t, int k, int n)
+{
+	int i = R_XRECV(k);
+	struct ibv_sge s = {
+		(uintptr_t)g.map[i] + g.mr_off[i], g.mr_len[i], g.mr[i]->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = XRC_WRID | k, .sg_list = &s,
+				  .num_sge = 1 }, *bad;
+
+	if (!t->srq[k])
+		return;
+	while (n-- > 0) {
+		if (k < 2 && fz_one_in(r, 64)) {
+			int j = k ? R_LOCAL : R_X3LOCAL;
+			struct ibv_sge o = {
+				(uintptr_t)g.map[j] + g.mr_off[j],
+				g.mr_len[j], g.mr[j]->lkey,
+			};
+
+			wr.sg_list = &o;
+			ibv_post_srq_recv(t->srq[k], &wr, &bad);
+			wr.sg_list = &s;
+			continue;
+		}
+		if (ibv_post_srq_recv(t->srq[k], &wr, &bad))
+			break;
+	}
+}
+
+/*
+ * The XRC target to INIT, RTR and, every other time, RTS, towards its
+ * (absent) peer, expecting @rq_psn, with the round's rights.
+ */
+static int xt_connect(struct fz_rng *r, struct target *t, int round)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = t->xt_acc,
+	};
+
+	if (fz_one_in(r, 2))
+		return fz_connect_access(t->xt, g.gid_idx, g.mtu,
+					 PEER_QPN(round, PK_XTGT), &g.peer_gid,
+					 t->xt_rq_psn, fz_u32(r) & 0xffffff, 18,
+					 7, t->xt_acc);
+	if (ibv_modify_qp(t->xt, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = g.mtu;
+	a.dest_qp_num = PEER_QPN(round, PK_XTGT);
+	a.rq_psn = t->xt_rq_psn;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = g.peer_gid;
+	a.ah_attr.grh.sgid_index = g.gid_idx;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	return ibv_modify_qp(t->xt, &a, IBV_QP_STATE | IBV_QP_AV |
+			     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER);
+}
+
+/*
+ * An XRC target in ERR back to RESET and connected again, with a new
+ * expected PSN: it lets go of its SRQ (and of the WQE it was filling)
+ * while packets for it arrive.
+ */
+static void xt_rearm(struct fz_rng *r, struct target *t, int round)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+	if (ibv_modify_qp(t->xt, &a, IBV_QP_STATE))
+		return;
+	t->xt_rq_psn = fz_u32(r) & 0xffffff;
+	t->xt_exp = t->xt_rq_psn;
+	t->xt_resets++;
+	xt_connect(r, t, round);
+}
+
+/*
+ * The XRC target's state; in ERR it is connected again, else the PSN its
+ * responder expects (query_qp reports it) is where the next requests go.
+ */
+static void xt_sync(struct fz_rng *r, struct target *t, int round)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+
+	if (ibv_query_qp(t->xt, &a, IBV_QP_STATE | IBV_QP_RQ_PSN, &init))
+		return;
+	if (a.qp_state == IBV_QPS_ERR)
+		xt_rearm(r, t, round);
+	else
+		t->xt_exp = a.rq_psn & 0xffffff;
+}
+
+/*
+ * The XRC initiator's requests to its (absent) peer, each naming an SRQ
+ * there: a READ and an ATOMIC into the READ destination, whose forged
+ * answers may write there only, and a SEND of its own memory.
+ */
+static void xi_requests(struct fz_rng *r, struct target *t)
+{
+	uint8_t *dst = g.map[R_READDST] + g.mr_off[R_READDST];
+	struct ibv_sge s = { (uintptr_t)dst + 2048, 2048,
+			     g.mr[R_READDST]->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &s, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	wr.qp_type.xrc.remote_srqn = fz_one_in(r, 4) ? fz_interesting32(r) :
+				     t->srqn[fz_below(r, XRC_SRQS)];
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = 0x30000;
+	wr.wr.rdma.rkey = 0x4321;
+	ibv_post_send(t->xi, &wr, &bad);
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	s.addr = (uintptr_t)dst + 4096 + 16;
+	s.length = 8;
+	wr.wr.atomic.remote_addr = 0x40000;
+	wr.wr.atomic.rkey = 0x4321;
+	ibv_post_send(t->xi, &wr, &bad);
+	wr.opcode = IBV_WR_SEND;
+	s.addr = (uintptr_t)g.sendbuf + 512;
+	s.length = 200;
+	s.lkey = g.send_mr->lkey;
+	ibv_post_send(t->xi, &wr, &bad);
+}
+
+/*
+ * The round's XRC objects: S1, S2, S3 with receives posted, the target in
+ * X1, the initiator in PD1.
+ */
+static int xrc_targets_create(struct fz_rng *r, struct target *t, int round)
+{
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+		.xrcd = g.xrcd[0],
+	};
+	int k;
+
+	for (k = 0; k < XRC_SRQS; k++) {
+		t->srq[k] = xrc_srq_create(k);
+		if (!t->srq[k] || ibv_get_srq_num(t->srq[k], &t->srqn[k])) {
+			printf("# cannot create XRC SRQ %d: %s\n", k,
+			       strerror(errno));
+			return -1;
+		}
+		post_srq_recvs(r, t, k, 32);
+	}
+	t->xt = ibv_create_qp_ex(g.ctx, &qa);
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_XRC_SEND;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qa.pd = g.pd;
+	qa.send_cq = g.cq;
+	qa.cap.max_send_wr = 16;
+	qa.cap.max_send_sge = 2;
+	t->xi = ibv_create_qp_ex(g.ctx, &qa);
+	if (!t->xt || !t->xi) {
+		printf("# cannot create the XRC %s QP: %s\n",
+		       t->xt ? "initiator" : "target", strerror(errno));
+		return -1;
+	}
+	if (xt_connect(r, t, round) ||
+	    fz_connect_access(t->xi, g.gid_idx, g.mtu,
+			      PEER_QPN(round, PK_XINI), &g.peer_gid,
+			      fz_u32(r) & 0xffffff, t->xi_sq_psn, 18, 7, 0)) {
+		printf("# cannot connect the XRC QPs: %s\n", strerror(errno));
+		return -1;
+	}
+	xi_requests(r, t);
+	return 0;
+}
+
+/*
+ * Poll XRC SRQ @k's CQ.  A CQE there must be a receive of the round's XRC
+ * target @xtqpn, from this SRQ's WQEs, well formed, and of an SRQ the
+ * round names (@allowed), not destroyed and drained before (@gone).  S3's
+ * CQ never gets any.  Returns the bad ones.
+ */
+static int drain_xcq(int k, uint32_t xtqpn, int allowed, int gone,
+		     const char *when)
+{
+	struct ibv_wc wc[16];
+	int n, i, bad = 0;
+
+	while ((n = ibv_poll_cq(g.xcq[k], 16, wc)) > 0) {
+		for (i = 0; i < n; i++) {
+			const char *why = NULL;
+
+			if (k == 2)
+				why = "on the CQ of an SRQ of another XRC domain";
+			else if (!allowed)
+				why = "on the CQ of an SRQ no packet named";
+			else if (gone)
+				why = "after its SRQ was destroyed";
+			else if (wc[i].qp_num != xtqpn)
+				why = "of a QP other than the XRC target";
+			else if (wc[i].wr_id != (uint64_t)(XRC_WRID | k))
+				why = "of a WQE that is not this SRQ's";
+			else if (wc[i].status > IBV_WC_TM_RNDV_INCOMPLETE ||
+				 (wc[i].opcode != IBV_WC_RECV &&
+				  wc[i].opcode != IBV_WC_RECV_RDMA_WITH_IMM) ||
+				 (wc[i].status == IBV_WC_SUCCESS &&
+				  wc[i].byte_len > g.mr_len[R_XRECV(k)]))
+				why = "malformed";
+			if (!why) {
+				xs.recv_ok[k] += wc[i].status ==
+						 IBV_WC_SUCCESS;
+				continue;
+			}
+			if (!bad)
+				printf("# %s: a CQE of XRC SRQ S%d %s: qp %#x wr_id %#llx status %d opcode %d byte_len %u\n",
+				       when, k + 1, why, wc[i].qp_num,
+				       (unsigned long long)wc[i].wr_id,
+				       wc[i].status, wc[i].opcode,
+				       wc[i].byte_len);
+			bad++;
+		}
+	}
+	return n < 0 ? bad + 1 : bad;
+}
+
+static int drain_xcqs(const struct target *t, uint32_t xtqpn, const char *when)
+{
+	int k, bad = 0;
+
+	for (k = 0; k < XRC_SRQS; k++)
+		bad += drain_xcq(k, xtqpn, (t->xmode >> k) & 1, t->srq_gone[k],
+				 when);
+	return bad;
+}
+
+/*
+ * Nothing may change region @i any more: what its MR holds now (if it
+ * could change) is what it must keep.  A byte changed where it never
+ * could, it is not taken in: sentinel_check() reports it.
+ */
+static void region_freeze(int i)
+{
+	size_t j, lo = g.mr_off[i], hi = lo + g.mr_len[i];
+
+	if (!g.may_change[i])
+		return;
+	for (j = lo; j < hi; j++) {
+		xs.placed[i] += g.map[i][j] != g.pat[i][j];
+		g.pat[i][j] = g.map[i][j];
+	}
+	g.may_change[i] = 0;
+}
+
+/* Remember @n as a destroyed SRQ's number. */
+static void srqn_dead(uint32_t n)
+{
+	if (ndead < (int)(sizeof(dead_srqn) / sizeof(dead_srqn[0])))
+		dead_srqn[ndead++] = n;
+	else
+		dead_srqn[n % ndead] = n;
+}
+
+/*
+ * XRC SRQ @k destroyed in the middle of the round, while the target may
+ * hold it: its CQ drained, from now on nothing may reach its receive
+ * region, nor (S2 being the only way to PD3) S2's PD's memory, nor its CQ.
+ * Returns the bad CQEs, or 1 if the destroy failed.
+ */
+static int xrc_srq_kill(struct target *t, int k, const char *when)
+{
+	int bad, err;
+
+	err = ibv_destroy_srq(t->srq[k]);
+	if (err) {
+		printf("# %s: cannot destroy XRC SRQ S%d while in use: %s\n",
+		       when, k + 1, strerror(err));
+		return 1;
+	}
+	t->srq[k] = NULL;
+	srqn_dead(t->srqn[k]);
+	bad = drain_xcq(k, t->xt->qp_num, (t->xmode >> k) & 1, 0, when);
+	t->srq_gone[k] = 1;
+	region_freeze(R_XRECV(k));
+	if (k == 1)
+		region_freeze(R_X3);
+	return bad;
+}
+
+/*
+ * A message of several packets (SEND or RDMA WRITE, FIRST, MIDDLEs, LAST,
+ * with immediate or not) to the XRC target at its expected PSN, every
+ * packet well formed and naming one SRQ the round allows -- but now and
+ * then, before one of the packets after the first, that SRQ is destroyed,
+ * the target is reset and connected again, or that packet names another
+ * SRQ (S3, a dead one, the other allowed one).  A message begun in one SRQ
+ * must end there or nowhere.  Returns the bad CQEs a destroy drained.
+ */
+static int fuzz_xrc_seq(struct fz_rng *r, struct target *t, int round,
+			struct fuzz_stats *st, const char *when)
+{
+	uint32_t mtu = 128u << g.mtu, n = 2 + fz_below(r, 3), i, rkey, name;
+	uint32_t last = 1 + fz_below(r, mtu), total = (n - 1) * mtu + last;
+	int write = fz_one_in(r, 2), imm = fz_one_in(r, 3), bad = 0, xk;
+	int k = t->xmode == 3 ? (int)fz_below(r, 2) : t->xmode - 1;
+	int twist = fz_one_in(r, 3) ? 1 + (int)fz_below(r, n - 1) : -1;
+	uint8_t ext[32];
+	struct inj in;
+	uint64_t va;
+
+	if (mtu > 1024)		/* struct inj's room */
+		return 0;
+	xt_sync(r, t, round);
+	key_va_region(r, k ? R_X3 : R_GRANTED, total, &rkey, &va);
+	for (i = 0; i < n; i++) {
+		uint8_t op = i == 0 ? 0x00 : i < n - 1 ? 0x01 :
+			     imm ? 0x03 : 0x02;
+		int el = 4;
+
+		name = t->srqn[k];
+		if ((int)i == twist) {
+			switch (fz_below(r, 4)) {
+			case 0:
+				/* Rarely: it ends the SRQ for the round. */
+				if (t->srq[k] && fz_one_in(r, 4)) {
+					bad += xrc_srq_kill(t, k, when);
+					st->xrc_srq_destroyed++;
+				}
+				break;
+			case 1:
+				xt_rearm(r, t, round);
+				break;
+			default:
+				name = pick_srqn(r, t, 0, &xk);
+			}
+		}
+		if (write)
+			op += 0x06;	/* RDMA WRITE FIRST ... LAST_WITH_IMM */
+		memset(ext, 0, sizeof(ext));
+		put32(ext, name);
+		if (write && i == 0) {
+			put64(ext + 4, va);
+			put32(ext + 12, rkey);
+			put32(ext + 16, total);
+			el += 16;
+		}
+		if (imm && i == n - 1) {
+			put32(ext + el, fz_u32(r));
+			el += 4;
+		}
+		inj_build(r, &in, WIRE, XRC + op, t->xt->qp_num, t->xt_exp, ext,
+			  el, i < n - 1 ? mtu : last);
+		st->sent += inject_ns(&in);
+		st->xrc++;
+		t->xt_exp = (t->xt_exp + 1) & 0xffffff;
+	}
+	st->xrc_seq++;
+	return bad;
+}
+
 static int targets_create(struct fz_rng *r, struct target *t, int round,
 			  const uint32_t *prev)
 {
@@ -1473,6 +2285,13 @@ static int targets_create(struct fz_rng *r, struct target *t, int round,
 		    (fz_one_in(r, 2) ? RA : 0);
 	t->uc_acc = fz_one_in(r, 2) ? RW : 0;
 	g.rc_acc[round % PEERS] = t->rc_acc;
+	t->xt_rq_psn = fz_u32(r) & 0xffffff;
+	t->xt_exp = t->xt_rq_psn;
+	t->xi_sq_psn = fz_u32(r) & 0xffffff;
+	t->xt_acc = (fz_one_in(r, 2) ? RW : 0) | (fz_one_in(r, 2) ? RR : 0) |
+		    (fz_one_in(r, 2) ? RA : 0);
+	t->xmode = 1 + fz_below(r, 3);
+	g.xrc_acc[round % PEERS] = t->xt_acc;
 	rights_setup(t);
 	t->rc = target_qp(IBV_QPT_RC);
 	t->uc = target_qp(IBV_QPT_UC);
@@ -1494,13 +2313,13 @@ static int targets_create(struct fz_rng *r, struct target *t, int round,
 	post_recvs(r, t->uc, 32);
 	post_recvs(r, t->ud, 32);
 	post_requests(r, t->rc);
-	return 0;
+	return xrc_targets_create(r, t, round);
 }
 
 /*
  * Poll what the CQ has; a malformed CQE counts as a failure, so does one of
- * a QP other than the round's (@qpn: RC, UC, UD), e.g. of a QP destroyed
- * earlier.
+ * a QP other than the round's (@qpn: RC, UC, UD, the XRC initiator; the
+ * XRC target has no CQ of its own), e.g. of a QP destroyed earlier.
  */
 static int drain_cq(const uint32_t *qpn, const char *when)
 {
@@ -1511,7 +2330,8 @@ static int drain_cq(const uint32_t *qpn, const char *when)
 		for (i = 0; i < n; i++) {
 			uint32_t q = wc[i].qp_num;
 
-			if ((q != qpn[0] && q != qpn[1] && q != qpn[2]) ||
+			if ((q != qpn[0] && q != qpn[1] && q != qpn[2] &&
+			     q != qpn[4]) ||
 			    wc[i].status > IBV_WC_TM_RNDV_INCOMPLETE ||
 			    (wc[i].status == IBV_WC_SUCCESS &&
 			     (wc[i].opcode & IBV_WC_RECV) &&
@@ -1531,7 +2351,8 @@ static int state_ok(struct ibv_qp *qp, int ud)
 {
 	enum ibv_qp_state s = fz_qp_state(qp);
 
-	if (s == IBV_QPS_RTS || s == IBV_QPS_ERR || (ud && s == IBV_QPS_SQE))
+	if (s == IBV_QPS_RTS || s == IBV_QPS_ERR || (ud && s == IBV_QPS_SQE) ||
+	    (qp->qp_type == IBV_QPT_XRC_RECV && s == IBV_QPS_RTR))
 		return 1;
 	printf("# QP %#x (type %d) in state %d after the round\n",
 	       qp->qp_num, qp->qp_type, s);
@@ -1546,7 +2367,7 @@ static int state_ok(struct ibv_qp *qp, int ud)
  */
 static int targets_destroy(struct target *t, const char *when)
 {
-	struct ibv_qp *qp[3] = { t->rc, t->uc, t->ud };
+	struct ibv_qp *qp[NTGT] = { t->rc, t->uc, t->ud, t->xt, t->xi };
 	union ibv_gid mgid;
 	int i, bad = 0, err;
 
@@ -1556,7 +2377,7 @@ static int targets_destroy(struct target *t, const char *when)
 		       when, t->ud->qp_num, strerror(err));
 		bad++;
 	}
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NTGT; i++) {
 		if (!qp[i])
 			continue;
 		err = ibv_destroy_qp(qp[i]);
@@ -1566,6 +2387,18 @@ static int targets_destroy(struct target *t, const char *when)
 			       strerror(err));
 			bad++;
 		}
+	}
+	/* The SRQs once nothing uses them: as the kernel guarantees. */
+	for (i = 0; i < XRC_SRQS; i++) {
+		if (!t->srq[i])
+			continue;
+		err = ibv_destroy_srq(t->srq[i]);
+		if (err) {
+			printf("# %s: cannot destroy XRC SRQ S%d: %s\n", when,
+			       i + 1, strerror(err));
+			bad++;
+		}
+		srqn_dead(t->srqn[i]);
 	}
 	memset(t, 0, sizeof(*t));
 	return bad;
@@ -1590,12 +2423,13 @@ int main(int argc, char **argv)
 	double end;
 	uint64_t seed, m;
 	unsigned long max_pkts = ~0ul;
-	int round = 0, bad_rounds = 0, bad_keys = 0, cqe_bad = 0;
+	int round = 0, bad_rounds = 0, bad_keys = 0, cqe_bad = 0, xcqe_bad = 0;
 	int other_fd = -1, other_ok = 0, ost = 0, bad_destroy = 0;
+	unsigned long xt_resets = 0, xt_err_rounds = 0;
 	long sentinel_bad = 0;
 	unsigned int i;
 	pid_t live, other;
-	uint32_t prev[3] = { 0 };
+	uint32_t prev[NTGT] = { 0 };
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 5) {
@@ -1639,13 +2473,34 @@ int main(int argc, char **argv)
 	inet_pton(AF_INET, IP1, g.peer_gid.raw + 12);
 	g.pd = ibv_alloc_pd(g.ctx);
 	g.pd2 = ibv_alloc_pd(g.ctx);
+	g.pd3 = ibv_alloc_pd(g.ctx);
 	g.cq = ibv_create_cq(g.ctx, 512, NULL, NULL, 0);
+	for (i = 0; i < 2; i++) {
+		struct ibv_xrcd_init_attr xa = {
+			.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+				     IBV_XRCD_INIT_ATTR_OFLAGS,
+			.fd = -1, .oflags = O_CREAT,
+		};
+
+		g.xrcd[i] = ibv_open_xrcd(g.ctx, &xa);
+		if (!g.xrcd[i]) {
+			printf("Bail out! cannot open an XRC domain: %s\n",
+			       strerror(errno));
+			return 1;
+		}
+	}
+	for (i = 0; i < XRC_SRQS; i++)
+		if (!(g.xcq[i] = ibv_create_cq(g.ctx, 256, NULL, NULL, 0))) {
+			printf("Bail out! cannot create a CQ: %s\n",
+			       strerror(errno));
+			return 1;
+		}
 	g.raw = socket_in_ns(AF_INET, SOCK_RAW, IPPROTO_RAW, NULL, NULL);
 	g.alt = socket_in_ns(AF_PACKET, SOCK_DGRAM, htons(ETH_P_IP), "fz3",
 			     &g.alt_ifindex);
 	g.cap[g.ncap++] = capture_open("fz1");
 	g.cap[g.ncap++] = capture_open("fz3");
-	if (!g.pd || !g.pd2 || !g.cq || g.raw < 0 || g.alt < 0 ||
+	if (!g.pd || !g.pd2 || !g.pd3 || !g.cq || g.raw < 0 || g.alt < 0 ||
 	    g.cap[0] < 0 || g.cap[1] < 0 || regions_setup()) {
 		printf("Bail out! setup failed: %s\n", strerror(errno));
 		return 1;
@@ -1676,7 +2531,8 @@ int main(int argc, char **argv)
 		struct target t;
 		uint64_t rs = seed + round;
 		char when[64];
-		uint32_t qpn[3];
+		uint32_t qpn[NTGT];
+		struct target saved;
 		long bad;
 		int k, c;
 
@@ -1694,18 +2550,49 @@ int main(int argc, char **argv)
 		qpn[0] = t.rc->qp_num;
 		qpn[1] = t.uc->qp_num;
 		qpn[2] = t.ud->qp_num;
+		qpn[3] = t.xt->qp_num;
+		qpn[4] = t.xi->qp_num;
 		memcpy(prev, qpn, sizeof(prev));
+		if (round < 3 || !(round % 50))
+			printf("# %s: XRC target %#x names %s, rights %#x; SRQs %u %u, S3 %u\n",
+			       when, qpn[3], t.xmode == 3 ? "S1 and S2" :
+			       t.xmode == 1 ? "S1" : "S2", t.xt_acc,
+			       t.srqn[0], t.srqn[1], t.srqn[2]);
 		quiet_phase(&r, &t, &qs, when);
 		ud_sends(&r, t.ud, 4);
 		for (k = 0; k < ROUND_PKTS && st.sent < max_pkts; k++) {
+			if (fz_one_in(&r, 48))
+				xcqe_bad += fuzz_xrc_seq(&r, &t, round, &st,
+							 when);
 			fuzz_one(&r, &t, &st);
+			if (k % 32 == 31 && k % 128 != 127)
+				xt_sync(&r, &t, round);
 			if (k % 128 == 127) {
+				int x;
+
 				c = drain_cq(qpn, when);
 				cqe_bad += c != 0;
+				xcqe_bad += drain_xcqs(&t, qpn[3], when) != 0;
 				post_recvs(&r, t.rc, 4);
 				post_recvs(&r, t.uc, 4);
 				post_recvs(&r, t.ud, 4);
+				for (x = 0; x < XRC_SRQS; x++)
+					post_srq_recvs(&r, &t, x, 4);
 				ud_sends(&r, t.ud, 2);
+				if (fz_one_in(&r, 4))
+					xi_requests(&r, &t);
+				/*
+				 * Now and then an SRQ destroyed under the
+				 * target, or the target, fallen into ERR,
+				 * connected again.
+				 */
+				x = fz_below(&r, XRC_SRQS);
+				if (t.srq[x] && ((t.xmode >> x) & 1 || x == 2) &&
+				    fz_one_in(&r, 24)) {
+					xcqe_bad += xrc_srq_kill(&t, x, when);
+					st.xrc_srq_destroyed++;
+				}
+				xt_sync(&r, &t, round);
 				capture_drain();
 				if (fz_now() > end)
 					break;
@@ -1714,9 +2601,14 @@ int main(int argc, char **argv)
 		usleep(100 * 1000);	/* let the receive path finish */
 		c = drain_cq(qpn, when);
 		cqe_bad += c != 0;
+		xcqe_bad += drain_xcqs(&t, qpn[3], when) != 0;
 		if (!state_ok(t.rc, 0) || !state_ok(t.uc, 0) ||
-		    !state_ok(t.ud, 1))
+		    !state_ok(t.ud, 1) || !state_ok(t.xt, 0) ||
+		    !state_ok(t.xi, 0))
 			bad_rounds++;
+		xt_err_rounds += fz_qp_state(t.xt) == IBV_QPS_ERR;
+		xt_resets += t.xt_resets;
+		saved = t;
 		bad_destroy += targets_destroy(&t, when);
 		/*
 		 * Packets still on their way when the CQ was drained may have
@@ -1725,6 +2617,7 @@ int main(int argc, char **argv)
 		 */
 		c = drain_cq(qpn, when);
 		cqe_bad += c != 0;
+		xcqe_bad += drain_xcqs(&saved, qpn[3], when) != 0;
 		capture_drain();
 		bad = sentinel_check(when, 0);
 		if (bad) {
@@ -1762,12 +2655,21 @@ int main(int argc, char **argv)
 	       st.send_err);
 	printf("# captured %lu packets of the device, %lu of them answers of the targets\n",
 	       cap.pkts, cap.answers);
+	printf("# XRC: %lu packets at the XRC QPs, %lu with a short XRCETH, %lu messages of several packets; %lu SRQs destroyed under the target, %lu resets of the target, %lu rounds ending in ERR\n",
+	       st.xrc, st.xrc_short, st.xrc_seq, st.xrc_srq_destroyed,
+	       xt_resets, xt_err_rounds);
+	printf("# XRC: receives completed in S1 %lu, S2 %lu; %lu answers of the XRC target; bytes placed in S1's receives %lu, S2's %lu, S2's PD's MR %lu, PD1's granted/write-only/atomic-only MRs %lu/%lu/%lu\n",
+	       xs.recv_ok[0], xs.recv_ok[1], xs.answers, xs.placed[R_XRECV1],
+	       xs.placed[R_XRECV2], xs.placed[R_X3], xs.placed[R_GRANTED],
+	       xs.placed[R_WO], xs.placed[R_AO]);
 
 	fz_result(!sentinel_bad, "no byte changed outside the memory the rkeys grant");
 	fz_result(!bad_keys, "re-registration never gives an old rkey again");
-	fz_result(!bad_rounds, "the target QPs end in RTS or ERR (UD: SQE)");
+	fz_result(!bad_rounds, "the target QPs end in RTS or ERR (UD: SQE, XRC target: RTR)");
 	fz_result(!bad_destroy, "the target QPs are destroyed at the end of each round");
 	fz_result(!cqe_bad, "every CQE of the target QPs is well formed, none after their destruction");
+	fz_result(!xcqe_bad && st.xrc > 0,
+		  "every CQE of the XRC SRQs is the XRC target's, of a named SRQ of its XRC domain, none after the SRQ's destruction");
 	fz_result(d_icrc + d_drop >= (long long)st.bad_icrc && d_icrc > 0,
 		  "the packets with a bad ICRC are dropped and counted (%lld icrc_errors for %lu sent)",
 		  d_icrc, st.bad_icrc);
@@ -1776,14 +2678,16 @@ int main(int argc, char **argv)
 		  qs.injected);
 	fz_result(!qs.bad_count,
 		  "wrong_netdev counted each of them (%lld)", qs.wrong_netdev);
-	fz_result(!qs.bad_malformed && qs.answers_to_ud > 0,
-		  "RC answers to UD QPs and QP1 are dropped as malformed (%lld for %lu)",
-		  qs.malformed, qs.answers_to_ud);
+	fz_result(!qs.bad_malformed && qs.answers_to_ud > 0 && qs.xrc_cross > 0,
+		  "RC answers to UD QPs and QP1, RC packets to XRC QPs and XRC packets to RC QPs are dropped as malformed (%lld for %lu + %lu)",
+		  qs.malformed, qs.answers_to_ud, qs.xrc_cross);
 	fz_result(!cap.leaks && cap.pkts > 0,
 		  "no packet of the device carries memory nothing grants reading (%lu captured)",
 		  cap.pkts);
 	fz_result(!cap.wrong_answers,
 		  "no READ or ATOMIC is answered by a QP without the right");
+	fz_result(!cap.wrong_range,
+		  "every QP answers and sends in its own transport's opcodes (XRC: 0xA0 on)");
 	fz_result(g.have_other && other_ok && !cap.leaks2,
 		  "the other user's memory is neither written nor sent");
 	fz_result(fz_live_stop_wait(live), "the live QP pair kept working");

@@ -14,7 +14,9 @@
  *               max_mr_size are refused with a clean error one past the
  *               limit; max_cq, max_qp, max_srq and max_pd are enforced
  *               by count (every object up to the limit created, the next
- *               refused, one more once one is gone)
+ *               refused, one more once one is gone); XRC SRQs count
+ *               with basic ones against max_srq, each with a number of
+ *               its own (non-zero, 24 bits)
  *   max_mr      filled on a device made with a small max_mr (limits.sh
  *               sets the module parameter): every MR up to the limit
  *               registered, the next refused with ENOMEM, all deregister
@@ -479,6 +481,74 @@ static void *mk_srq(void)
 static void rm_srq(void *p)
 {
 	ibv_destroy_srq(p);
+}
+
+/* The XRC SRQs of the max_srq fill: their domain, CQ and numbers. */
+static struct ibv_xrcd *lim_xrcd;
+static struct ibv_cq *lim_xcq;
+static uint32_t *xsrqn;
+static int nxsrqn;
+
+/* Basic and XRC SRQs in turn: one count for both. */
+static void *mk_xsrq(void)
+{
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = { .max_wr = 1, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC, .pd = pd, .xrcd = lim_xrcd,
+		.cq = lim_xcq,
+	};
+	static int k;
+	struct ibv_srq *srq;
+
+	if (k++ % 2)
+		return mk_srq();
+	srq = ibv_create_srq_ex(ctx, &sa);
+	if (srq && ibv_get_srq_num(srq, &xsrqn[nxsrqn++]))
+		xsrqn[nxsrqn - 1] = 0;
+	return srq;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * max_srq again, every other SRQ an XRC SRQ: they share the limit, and
+ * each XRC SRQ gets a number no other has, non-zero, of 24 bits (what an
+ * XRCETH carries).
+ */
+static void test_xrc_srq_count(void)
+{
+	int i, bad = 0;
+
+	lim_xrcd = ibv_open_xrcd(ctx, &(struct ibv_xrcd_init_attr){
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	});
+	lim_xcq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	xsrqn = calloc(attr.max_srq + 2, sizeof(*xsrqn));
+	if (!lim_xrcd || !lim_xcq || !xsrqn) {
+		fz_result(0, "max_srq with XRC SRQs: no XRC domain or CQ: %s",
+			  strerror(errno));
+		return;
+	}
+	test_count("max_srq, every other SRQ an XRC SRQ", attr.max_srq,
+		   mk_xsrq, rm_srq);
+	qsort(xsrqn, nxsrqn, sizeof(*xsrqn), cmp_u32);
+	for (i = 0; i < nxsrqn; i++)
+		bad += !xsrqn[i] || xsrqn[i] >= 1u << 24 ||
+		       (i && xsrqn[i] == xsrqn[i - 1]);
+	fz_result(nxsrqn > 0 && !bad,
+		  "each of %d XRC SRQs had a number of its own, non-zero, of 24 bits (%d not)",
+		  nxsrqn, bad);
+	free(xsrqn);
+	ibv_destroy_cq(lim_xcq);
+	ibv_close_xrcd(lim_xrcd);
 }
 
 static struct ibv_cq *qp_cq;
@@ -971,6 +1041,7 @@ int main(int argc, char **argv)
 	test_query_qp_zero();
 	test_sq_prod_back(argv[1]);
 	test_count("max_srq", attr.max_srq, mk_srq, rm_srq);
+	test_xrc_srq_count();
 	/* limits.sh makes the device with a small max_mr; 65536 takes long. */
 	bool all = getenv("VRDMA_LIMITS_ALL");
 	bool mrs = attr.max_mr <= 4096 || all;

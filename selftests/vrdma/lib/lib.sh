@@ -229,6 +229,90 @@ vm2_results()
 	done < <(cat "$1" 2>/dev/null)
 }
 
+# The jobs of a two-VM test: VM A (primary) drives and records the
+# results, VM B (peer) runs the shell commands A hands it (B has no ssh).
+#
+#   B: set up; vm2_setup_failed and exit if that failed, else vm2_serve
+#   A: : >/vmout/results; set up; vm2_wait_peer 120 || fail;
+#      out=$(vm2_remote "CMD"); vm2_result $? "DESC"; ...; vm2_done; finish
+#
+# They go through files in the directory both VMs share (VRDMA_VM_SHARED):
+#   job.ID.cmd    a command of A's (written as job.ID.tmp, then renamed),
+#                 job.ID.run once B has started it
+#   job.ID.out    its output (stdout and stderr)
+#   job.ID.rc     its exit status, once it has ended
+#   b.ready       B serves jobs
+#   setup.failed  B's setup failed: it never will
+#   a.done        A has no more: B stops serving and writes b.gone
+VM2_SHARED=${VRDMA_VM_SHARED:-/vmshared}
+
+# vm2_remote CMD: (VM A) run the shell command CMD in VM B (sh -c, in the
+# directory vm2_serve runs in, without stdin), wait for it, print its
+# output and return its exit status, as ssh would; 255 if it could not be
+# handed over or B stopped serving first.
+vm2_remote()
+{
+	local j
+	j=$VM2_SHARED/job.$$.$RANDOM$RANDOM
+
+	printf '%s\n' "$*" >"$j.tmp" && mv "$j.tmp" "$j.cmd" || return 255
+	while [ ! -e "$j.rc" ]; do
+		[ ! -e "$VM2_SHARED/b.gone" ] || return 255
+		sleep 0.2
+	done
+	cat "$j.out" 2>/dev/null
+	return "$(cat "$j.rc")"
+}
+
+# vm2_serve: (VM B) run every job A hands over, each in the background, so
+# that a server may run beside its clients, until A is done.
+vm2_serve()
+{
+	local f j
+
+	touch "$VM2_SHARED/b.ready"
+	while [ ! -e "$VM2_SHARED/a.done" ]; do
+		for f in "$VM2_SHARED"/job.*.cmd; do
+			[ -e "$f" ] || continue
+			j=${f%.cmd}
+			mv "$f" "$j.run" || continue
+			(sh -c "$(cat "$j.run")" >"$j.out" 2>&1 </dev/null
+			 echo $? >"$j.rc.tmp"
+			 mv "$j.rc.tmp" "$j.rc") &
+		done
+		sleep 0.2
+	done
+	touch "$VM2_SHARED/b.gone"
+}
+
+# vm2_setup_failed: (VM B) its setup failed, it will serve no job: A's
+# vm2_wait_peer returns at once.
+vm2_setup_failed() { touch "$VM2_SHARED/setup.failed"; }
+
+# vm2_wait_peer SECONDS: (VM A) until B serves; 1 if its setup failed or
+# it did not come up in time.
+vm2_wait_peer()
+{
+	wait_file "$1" "$VM2_SHARED/b.ready" "$VM2_SHARED/setup.failed" &&
+		[ ! -e "$VM2_SHARED/setup.failed" ]
+}
+
+# vm2_done: (VM A) no more jobs: B stops serving; if it served, wait up to
+# 30 s for it to have stopped.
+vm2_done()
+{
+	touch "$VM2_SHARED/a.done"
+	[ ! -e "$VM2_SHARED/b.ready" ] || wait_file 30 "$VM2_SHARED/b.gone"
+}
+
+# vm2_result STATUS DESCRIPTION: (VM A) a result, also recorded in
+# /vmout/results for the host's vm2_results (A truncates it first).
+vm2_result()
+{
+	tap_result "$1" "$2"
+	printf '%s %s\n' "$1" "$2" >>/vmout/results
+}
+
 finish()
 {
 	echo "1..$_tap_n"

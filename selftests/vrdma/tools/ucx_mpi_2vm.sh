@@ -8,9 +8,9 @@
 #   VM B (peer, vrdma-peer)     vrdma0 on eth0, 10.78.0.2
 #
 # VM A drives; VM B runs the commands A hands it through the shared
-# directory (a job file each, its output and exit status written back),
-# which also serves Open MPI as its remote shell (plm_rsh_agent: this
-# script with --rsh, in place of ssh).  Checks: ucx_perftest tag_bw,
+# directory (lib.sh's vm2_remote and vm2_serve), which also serves Open
+# MPI as its remote shell (plm_rsh_agent: this script with --rsh, in place
+# of ssh).  Checks: ucx_perftest tag_bw,
 # ucp_put_bw (UCX_TLS=rc_v) and tag_lat (UCX_TLS=ud_verbs) from A to a
 # server in B, both exiting 0; mpi_xfer as rank 0 in A and rank 1 in B
 # over pml ucx (UCX_TLS=rc_v), 16 MiB and smaller messages both ways,
@@ -19,30 +19,15 @@
 #
 # UCX_MPI_VM_ARGS: more scripts/vm-run options, e.g. --debug-kernel (with
 # vrdma.ko built for that kernel).
-S=${VRDMA_VM_SHARED:-/vmshared}
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
 SELF=$SELF_DIR/$(basename "$0")
 
-# remote CMD: run the shell command CMD in VM B, wait for it, print its
-# output and return its exit status (what ssh would do).
-remote()
-{
-	local j
-	j=$S/job.$$.$RANDOM$RANDOM
-
-	printf '%s\n' "$*" >"$j.tmp" && mv "$j.tmp" "$j.cmd" || return 255
-	while [ ! -e "$j.rc" ]; do
-		[ ! -e "$S/b.gone" ] || return 255
-		sleep 0.2
-	done
-	cat "$j.out" 2>/dev/null
-	return "$(cat "$j.rc")"
-}
-
 if [ "${1:-}" = --rsh ]; then
-	# Open MPI's remote shell in VM A: --rsh HOST CMD...
+	# Open MPI's remote shell in VM A: --rsh HOST CMD... (lib.sh's TAP
+	# header is not for orted).
+	. "$(dirname "$0")/../lib/lib.sh" >/dev/null
 	shift 2
-	remote "$*"
+	vm2_remote "$*"
 	exit
 fi
 
@@ -85,32 +70,6 @@ host_main()
 
 # ------------------------------------------------------------------ VM ----
 
-# VM B: run every job A hands over, each in the background, until A is done.
-serve()
-{
-	local f j
-	touch "$S/b.ready"
-	while [ ! -e "$S/a.done" ]; do
-		for f in "$S"/job.*.cmd; do
-			[ -e "$f" ] || continue
-			j=${f%.cmd}
-			mv "$f" "$j.run" || continue
-			(sh -c "$(cat "$j.run")" >"$j.out" 2>&1 </dev/null
-			 echo $? >"$j.rc.tmp"
-			 mv "$j.rc.tmp" "$j.rc") &
-		done
-		sleep 0.2
-	done
-	touch "$S/b.gone"
-}
-
-# result STATUS DESCRIPTION: a result for the host to report.
-result()
-{
-	tap_result "$1" "$2"
-	printf '%s %s\n' "$1" "$2" >>/vmout/results
-}
-
 # ucx_pair TLS TEST SIZE: the server in VM B, the client here.
 ucx_pair()
 {
@@ -120,17 +79,17 @@ ucx_pair()
 
 	desc="ucx_perftest -t $test -s $size, UCX_TLS=$tls, B <- A"
 	t0=$SECONDS
-	rm -f "$S/listen.$port"
+	rm -f "$VM2_SHARED/listen.$port"
 	# The server, and a file once it listens.
-	remote "UCX_TLS=$tls UCX_NET_DEVICES=$DEV:1 timeout $((150 * SLOW)) \
+	vm2_remote "UCX_TLS=$tls UCX_NET_DEVICES=$DEV:1 timeout $((150 * SLOW)) \
 		ucx_perftest $args & p=\$!
 		until ss -Hltn 'sport = :$port' | grep -q .; do sleep 0.2; done
-		touch $S/listen.$port; wait \$p" >"$slog" 2>&1 &
+		touch $VM2_SHARED/listen.$port; wait \$p" >"$slog" 2>&1 &
 	srv=$!
-	if ! wait_file $((60 * SLOW)) "$S/listen.$port"; then
+	if ! wait_file $((60 * SLOW)) "$VM2_SHARED/listen.$port"; then
 		echo "# the server in B did not listen"
 		kill "$srv" 2>/dev/null
-		result 1 "$desc"
+		vm2_result 1 "$desc"
 		return
 	fi
 	# shellcheck disable=SC2086 # $args: words, as in the server's
@@ -143,10 +102,10 @@ ucx_pair()
 	   ! grep -q '^Final:' "$clog"; then
 		sed 's/^/# client: /' "$clog"
 		sed 's/^/# server: /' "$slog"
-		result 1 "$desc"
+		vm2_result 1 "$desc"
 	else
 		grep '^Final:' "$clog" | sed 's/^/# /'
-		result 0 "$desc ($((SECONDS - t0)) s)"
+		vm2_result 0 "$desc ($((SECONDS - t0)) s)"
 	fi
 }
 
@@ -168,17 +127,16 @@ vm_main()
 		rdma link add "$DEV" type vrdma netdev eth0 &&
 		wait_until 30 roce_v2_ipv4_gid "$DEV" || ok=
 	if [ "$VRDMA_VM_ROLE" != primary ]; then
-		[ -n "$ok" ] || { touch "$S/setup.failed"; exit 1; }
-		serve
+		[ -n "$ok" ] || { vm2_setup_failed; exit 1; }
+		vm2_serve
 		exit 0
 	fi
 
 	: >/vmout/results
-	[ -n "$ok" ] || { touch "$S/a.done"; exit 1; }
-	if ! wait_file $((120 * SLOW)) "$S/b.ready" "$S/setup.failed" ||
-	   [ -e "$S/setup.failed" ]; then
-		result 1 "VM B came up"
-		touch "$S/a.done"
+	[ -n "$ok" ] || { vm2_done; exit 1; }
+	if ! vm2_wait_peer $((120 * SLOW)); then
+		vm2_result 1 "VM B came up"
+		vm2_done
 		exit 1
 	fi
 	wait_until 30 ping -c 1 -W 1 "$IP_B" >/dev/null
@@ -200,20 +158,19 @@ vm_main()
 			"$SELF_DIR/../build/mpi_xfer" "$MIB" 2>&1)
 		rc=$?
 		printf '%s\n' "$out" | sed 's/^/# /'
-		result "$rc" "mpirun: mpi_xfer $MIB MiB both ways, rank 0 in A, rank 1 in B ($((SECONDS - t0)) s)"
+		vm2_result "$rc" "mpirun: mpi_xfer $MIB MiB both ways, rank 0 in A, rank 1 in B ($((SECONDS - t0)) s)"
 		printf '%s\n' "$out" | grep -q "^mpi_xfer: $MIB MiB .*: ok"
-		result $? "mpi_xfer: every byte right"
+		vm2_result $? "mpi_xfer: every byte right"
 		tx=$(($(hw_stat sent_bytes) - tx))
 		rx=$(($(hw_stat rcvd_bytes) - rx))
 		echo "# $DEV sent $tx and received $rx bytes"
 		[ "$tx" -ge $((MIB << 20)) ] && [ "$rx" -ge $((MIB << 20)) ]
-		result $? "MPI's $MIB MiB went both ways through $DEV"
+		vm2_result $? "MPI's $MIB MiB went both ways through $DEV"
 	else
 		echo "# no mpirun or mpi_xfer: no MPI"
 	fi
 	rdma statistic show link "$DEV/1" | sed 's/^/# /'
-	touch "$S/a.done"
-	wait_file 30 "$S/b.gone"
+	vm2_done
 	finish
 }
 

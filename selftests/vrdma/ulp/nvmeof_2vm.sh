@@ -9,9 +9,9 @@
 #   VM B (peer)     the NVMe host: nvme-rdma, nvme connect -t rdma
 #
 # VM A drives; VM B runs the commands A hands it through the shared
-# directory (this script with --job, its output and exit status written
-# back, as in ucx_mpi_2vm.sh).  Checks: the connect and the namespace's
-# block device in B, with transport rdma to A's address; fio from B, direct
+# directory (this script with --job, through lib.sh's vm2_remote and
+# vm2_serve).  Checks: the connect and the namespace's block device in B,
+# with transport rdma to A's address; fio from B, direct
 # I/O: 4 KiB random writes read back and 1 MiB sequential writes read back,
 # both verified with crc32c, and a 4 KiB random read/write mix; the bytes
 # went through A's vrdma0; the disconnect leaves no controller on either
@@ -21,7 +21,6 @@
 #
 # VRDMA_NVMEOF_SIZE_MB: how much of the disk fio covers (default 8).
 # NVMEOF_VM_ARGS: more scripts/vm-run options, e.g. --debug-kernel.
-S=${VRDMA_VM_SHARED:-/vmshared}
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
 SELF=$SELF_DIR/$(basename "$0")
 
@@ -133,50 +132,11 @@ job_res()
 	rdma_res
 }
 
-# VM B: run every job A hands over, each in the background, until A is done.
-serve()
-{
-	local f j
-	touch "$S/b.ready"
-	while [ ! -e "$S/a.done" ]; do
-		for f in "$S"/job.*.cmd; do
-			[ -e "$f" ] || continue
-			j=${f%.cmd}
-			mv "$f" "$j.run" || continue
-			(sh -c "$(cat "$j.run")" >"$j.out" 2>&1 </dev/null
-			 echo $? >"$j.rc.tmp"
-			 mv "$j.rc.tmp" "$j.rc") &
-		done
-		sleep 0.2
-	done
-	touch "$S/b.gone"
-}
-
 # VM A: the target, and the checks.
 
 # remote JOB ARGS...: run this script's job JOB in VM B, wait for it, print
 # its output and return its exit status.
-remote()
-{
-	local j
-	j=$S/job.$$.$RANDOM$RANDOM
-
-	printf '%q ' "$SELF" --job "$@" >"$j.tmp" && mv "$j.tmp" "$j.cmd" ||
-		return 255
-	while [ ! -e "$j.rc" ]; do
-		[ ! -e "$S/b.gone" ] || return 255
-		sleep 0.2
-	done
-	cat "$j.out" 2>/dev/null
-	return "$(cat "$j.rc")"
-}
-
-# result STATUS DESCRIPTION: a result for the host to report.
-result()
-{
-	tap_result "$1" "$2"
-	printf '%s %s\n' "$1" "$2" >>/vmout/results
-}
+remote() { vm2_remote "$(printf '%q ' "$SELF" --job "$@")"; }
 
 # rcheck DESCRIPTION CMD...: a check whose output is shown as comments.
 rcheck()
@@ -187,7 +147,7 @@ rcheck()
 	out=$("$@" 2>&1)
 	rc=$?
 	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/#   /'
-	result "$rc" "$desc"
+	vm2_result "$rc" "$desc"
 }
 
 # target_down: the configfs target, children before parents.
@@ -224,17 +184,16 @@ vm_main()
 		rdma link add "$DEV" type vrdma netdev eth0 &&
 		wait_until 30 roce_v2_ipv4_gid "$DEV" || ok=
 	if [ "$VRDMA_VM_ROLE" != primary ]; then
-		[ -n "$ok" ] || { touch "$S/setup.failed"; exit 1; }
-		serve
+		[ -n "$ok" ] || { vm2_setup_failed; exit 1; }
+		vm2_serve
 		exit 0
 	fi
 
 	: >/vmout/results
-	[ -n "$ok" ] || { touch "$S/a.done"; exit 1; }
-	if ! wait_file $((120 * SLOW)) "$S/b.ready" "$S/setup.failed" ||
-	   [ -e "$S/setup.failed" ]; then
-		result 1 "VM B came up"
-		touch "$S/a.done"
+	[ -n "$ok" ] || { vm2_done; exit 1; }
+	if ! vm2_wait_peer $((120 * SLOW)); then
+		vm2_result 1 "VM B came up"
+		vm2_done
 		exit 1
 	fi
 	wait_until 30 ping -c 1 -W 1 "$IP_B" >/dev/null
@@ -244,12 +203,12 @@ vm_main()
 	echo "# resources of $DEV before: A: $res0; B: $res_b0"
 	modprobe -a nvmet nvmet-rdma &&
 		modprobe null_blk nr_devices=1 gb=1 memory_backed=1
-	result $? "A: modules nvmet, nvmet-rdma, null_blk (a memory-backed disk)"
+	vm2_result $? "A: modules nvmet, nvmet-rdma, null_blk (a memory-backed disk)"
 	target_up "$IP_A"
-	result $? "A: nvmet subsystem, namespace on /dev/nullb0, rdma port $IP_A:$PORTNO"
+	vm2_result $? "A: nvmet subsystem, namespace on /dev/nullb0, rdma port $IP_A:$PORTNO"
 
 	out=$(remote connect)
-	result $? "B: nvme connect -t rdma -a $IP_A -s $PORTNO, the namespace appears"
+	vm2_result $? "B: nvme connect -t rdma -a $IP_A -s $PORTNO, the namespace appears"
 	echo "# B: $out"
 	check_match_r "B: the controller's transport is rdma, address $IP_A" \
 		"^/dev/nvme[0-9]+n[0-9]+ rdma traddr=$IP_A,trsvcid=$PORTNO\$" \
@@ -268,14 +227,14 @@ vm_main()
 	echo "# A's $DEV received $rx and sent $tx bytes"
 	# Each fio job writes and reads back (about) the whole range.
 	[ "$rx" -ge $((2 * SIZE_MB << 20)) ] && [ "$tx" -ge $((2 * SIZE_MB << 20)) ]
-	result $? "A: the data went both ways through $DEV"
+	vm2_result $? "A: the data went both ways through $DEV"
 
 	rcheck "B: nvme disconnect, the controller and block device go away" \
 		remote disconnect
 	wait_until $((30 * SLOW)) no_target_ctrl
-	result $? "A: nvmet's queues (RC QPs) are gone"
+	vm2_result $? "A: nvmet's queues (RC QPs) are gone"
 	out=$(remote unload)
-	result $? "B: nvme-rdma unloads"
+	vm2_result $? "B: nvme-rdma unloads"
 	res=$(printf '%s\n' "$out" | tail -n 1)
 	check_eq_r "B: no QP, CQ, MR or PD of the ULPs left on $DEV" \
 		"$res_b0" "$res"
@@ -289,13 +248,12 @@ vm_main()
 	[ "$res" = "$res0" ] || rdma resource show | sed 's/^/#   /'
 	rdma statistic show link "$DEV/1" 2>/dev/null | sed 's/^/# /'
 	rdma link delete "$DEV"
-	result $? "A: rdma link delete $DEV"
+	vm2_result $? "A: rdma link delete $DEV"
 	target_down
-	result $? "A: the target goes down"
+	vm2_result $? "A: the target goes down"
 	rmmod nvmet_rdma nvmet null_blk
-	result $? "A: nvmet-rdma, nvmet, null_blk unload"
-	touch "$S/a.done"
-	wait_file 30 "$S/b.gone"
+	vm2_result $? "A: nvmet-rdma, nvmet, null_blk unload"
+	vm2_done
 	finish
 }
 
@@ -304,14 +262,14 @@ vm_main()
 check_eq_r()
 {
 	[ "$2" = "$3" ]
-	result $? "$1"
+	vm2_result $? "$1"
 	[ "$2" = "$3" ] || echo "#   expected '$2', got '$3'"
 }
 
 check_match_r()
 {
 	printf '%s\n' "$3" | grep -Eq -- "$2"
-	result $? "$1"
+	vm2_result $? "$1"
 }
 
 if [ "${1:-}" = --job ]; then

@@ -419,6 +419,13 @@ static bool vrdma_qp_drain(struct vrdma_qp *qp, int rounds)
 	WRITE_ONCE(qp->draining, true);
 	do {
 		again = vrdma_qp_run(qp);
+		/*
+		 * A run can be long: a window of packets, each delivered to a
+		 * QP of this host that runs inline (vrdma_qp_rcv_local()).
+		 * Between runs others may have the CPU, on a kernel that
+		 * preempts only where asked to as well.
+		 */
+		cond_resched();
 	} while (--rounds && (again || !skb_queue_empty(&qp->rx)));
 	vrdma_qp_drained(qp);
 	return again;

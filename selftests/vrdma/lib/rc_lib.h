@@ -932,11 +932,16 @@ static inline int rc_wait_cq_event(struct ibv_comp_channel *ch,
 
 /*
  * What an application does to post @wr (a list) through the ibv_wr_* API:
- * one batch, the builder of each WR's opcode and the setter of its data.
- * Returns ibv_wr_complete()'s result; the batch is all or nothing.
+ * one batch, the builder of each WR's opcode, on an XRC initiator the
+ * target's SRQ (ibv_wr_set_xrc_srqn(): before the data, or after it for a
+ * WR whose wr_id has a bit of @srqn_after_data), and the setter of its
+ * data.  Returns ibv_wr_complete()'s result; the batch is all or nothing.
  */
-static inline int rc_post_wr_api(struct ibv_qp_ex *qpx, struct ibv_send_wr *wr)
+static inline int rc_post_wr_list(struct ibv_qp_ex *qpx,
+				  struct ibv_send_wr *wr,
+				  uint64_t srqn_after_data)
 {
+	bool xrc = qpx->qp_base.qp_type == IBV_QPT_XRC_SEND;
 	struct ibv_data_buf buf[RC_MAX_SGE];
 	int i;
 
@@ -989,6 +994,8 @@ static inline int rc_post_wr_api(struct ibv_qp_ex *qpx, struct ibv_send_wr *wr)
 			ibv_wr_abort(qpx);
 			return EINVAL;
 		}
+		if (xrc && !(wr->wr_id & srqn_after_data))
+			ibv_wr_set_xrc_srqn(qpx, wr->qp_type.xrc.remote_srqn);
 		if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge == 1) {
 			ibv_wr_set_inline_data(qpx, (void *)(uintptr_t)
 					       wr->sg_list[0].addr,
@@ -1011,8 +1018,15 @@ static inline int rc_post_wr_api(struct ibv_qp_ex *qpx, struct ibv_send_wr *wr)
 		} else {
 			ibv_wr_set_sge_list(qpx, wr->num_sge, wr->sg_list);
 		}
+		if (xrc && (wr->wr_id & srqn_after_data))
+			ibv_wr_set_xrc_srqn(qpx, wr->qp_type.xrc.remote_srqn);
 	}
 	return ibv_wr_complete(qpx);
+}
+
+static inline int rc_post_wr_api(struct ibv_qp_ex *qpx, struct ibv_send_wr *wr)
+{
+	return rc_post_wr_list(qpx, wr, 0);
 }
 
 /*

@@ -685,85 +685,13 @@ static void xrc_prepare(struct __test_metadata *_metadata, struct xrc_env *e,
 	}
 }
 
-/*
- * @wr (a list) through the ibv_wr_* API in one batch: each WR's builder,
- * ibv_wr_set_xrc_srqn() and its data setter (the SRQ number after the data
- * for a wr_id with XRC_SRQN_LAST).  Returns ibv_wr_complete()'s result.
- */
-static int xrc_post_wr_api(struct ibv_qp_ex *qpx, struct ibv_send_wr *wr)
-{
-	struct ibv_data_buf buf[RC_MAX_SGE];
-	int i, last;
-
-	ibv_wr_start(qpx);
-	for (; wr; wr = wr->next) {
-		last = !!(wr->wr_id & XRC_SRQN_LAST);
-		qpx->wr_id = wr->wr_id;
-		qpx->wr_flags = wr->send_flags;
-		switch (wr->opcode) {
-		case IBV_WR_SEND:
-			ibv_wr_send(qpx);
-			break;
-		case IBV_WR_SEND_WITH_IMM:
-			ibv_wr_send_imm(qpx, wr->imm_data);
-			break;
-		case IBV_WR_RDMA_WRITE:
-			ibv_wr_rdma_write(qpx, wr->wr.rdma.rkey,
-					  wr->wr.rdma.remote_addr);
-			break;
-		case IBV_WR_RDMA_WRITE_WITH_IMM:
-			ibv_wr_rdma_write_imm(qpx, wr->wr.rdma.rkey,
-					      wr->wr.rdma.remote_addr,
-					      wr->imm_data);
-			break;
-		case IBV_WR_RDMA_READ:
-			ibv_wr_rdma_read(qpx, wr->wr.rdma.rkey,
-					 wr->wr.rdma.remote_addr);
-			break;
-		case IBV_WR_ATOMIC_CMP_AND_SWP:
-			ibv_wr_atomic_cmp_swp(qpx, wr->wr.atomic.rkey,
-					      wr->wr.atomic.remote_addr,
-					      wr->wr.atomic.compare_add,
-					      wr->wr.atomic.swap);
-			break;
-		case IBV_WR_ATOMIC_FETCH_AND_ADD:
-			ibv_wr_atomic_fetch_add(qpx, wr->wr.atomic.rkey,
-						wr->wr.atomic.remote_addr,
-						wr->wr.atomic.compare_add);
-			break;
-		default:
-			ibv_wr_abort(qpx);
-			return EINVAL;
-		}
-		if (!last)
-			ibv_wr_set_xrc_srqn(qpx, wr->qp_type.xrc.remote_srqn);
-		if (wr->send_flags & IBV_SEND_INLINE) {
-			for (i = 0; i < wr->num_sge && i < RC_MAX_SGE; i++) {
-				buf[i].addr = (void *)(uintptr_t)
-					      wr->sg_list[i].addr;
-				buf[i].length = wr->sg_list[i].length;
-			}
-			ibv_wr_set_inline_data_list(qpx, i, buf);
-		} else if (wr->num_sge == 1) {
-			ibv_wr_set_sge(qpx, wr->sg_list[0].lkey,
-				       wr->sg_list[0].addr,
-				       wr->sg_list[0].length);
-		} else {
-			ibv_wr_set_sge_list(qpx, wr->num_sge, wr->sg_list);
-		}
-		if (last)
-			ibv_wr_set_xrc_srqn(qpx, wr->qp_type.xrc.remote_srqn);
-	}
-	return ibv_wr_complete(qpx);
-}
-
 /* ibv_post_send(), or the ibv_wr_* API on an initiator made for it. */
 static int xrc_post(struct xrc_conn *c, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad = NULL;
 
 	if (c->inix)
-		return xrc_post_wr_api(c->inix, wr);
+		return rc_post_wr_list(c->inix, wr, XRC_SRQN_LAST);
 	return ibv_post_send(c->ini, wr, &bad);
 }
 

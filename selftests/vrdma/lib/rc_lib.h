@@ -928,6 +928,20 @@ static inline int rc_wait_cq_event(struct ibv_comp_channel *ch,
 
 /* rc_find_gid(): gid_lib.h. */
 
+/* A 64-bit word of memory at any alignment, as an atomic sees it. */
+static inline uint64_t rd64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline void wr64(void *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
 /* ---- posting ------------------------------------------------------- */
 
 /*

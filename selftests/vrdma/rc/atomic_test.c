@@ -173,19 +173,6 @@ static void env_atomic_wr(struct at_env *e, struct ibv_send_wr *wr,
 		  swap);
 }
 
-static uint64_t rd64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static void wr64(void *p, uint64_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
 /* A 64-bit value of stream @seed, with carries in every byte likely. */
 static uint64_t pat64(uint32_t seed, size_t i)
 {

@@ -581,19 +581,6 @@ static enum ibv_wc_opcode wc_op(enum ibv_wr_opcode op)
 	}
 }
 
-static uint64_t rd64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static void wr64(void *p, uint64_t v)
-{
-	memcpy(p, &v, sizeof(v));
-}
-
 /*
  * Lay out @m: fill its source (and the images), work out what its
  * destination must hold afterwards, and build its WR.

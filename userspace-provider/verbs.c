@@ -228,8 +228,16 @@ void vrdma_unimport_mr(struct ibv_mr *ibmr)
 }
 
 /*
- * The kernel pins the pages and hands out the keys; user space keeps
- * nothing of its own about an MR.
+ * The kernel pins the pages (with IBV_ACCESS_ON_DEMAND: none, it faults
+ * them in as the device touches them) and hands out the keys; user space
+ * keeps nothing of its own about an MR.
+ *
+ * On-demand paging goes through unchanged.  An implicit ODP MR,
+ * ibv_reg_mr(pd, NULL, SIZE_MAX, ...), arrives here as it was asked (addr
+ * NULL, length SIZE_MAX, hca_va 0); ibv_cmd_reg_mr() turns the length
+ * into the kernel's U64_MAX and refuses SIZE_MAX with an address
+ * (EINVAL).  libibverbs skips ibv_dontfork_range() for ODP MRs: nothing
+ * is pinned that a fork could copy.
  */
 struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access)
@@ -276,6 +284,21 @@ int vrdma_dereg_mr(struct verbs_mr *vmr)
 
 	free(vmr);
 	return 0;
+}
+
+/*
+ * ibv_advise_mr(): prefetch (for reading or writing, or only what the
+ * process has mapped already: PREFETCH_NO_FAULT) ranges of ODP MRs of
+ * @pd.  The kernel checks the ranges (each inside an ODP MR of the PD
+ * behind @pd, which a parent domain shares the handle of), the advice and
+ * the flags, and faults the pages in before it returns
+ * (IBV_ADVISE_MR_FLAG_FLUSH) or from a work item; the provider keeps no
+ * state of an MR to check them against.
+ */
+int vrdma_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	return ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sge);
 }
 
 /*

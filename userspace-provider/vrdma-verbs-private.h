@@ -11,9 +11,9 @@
  * (tag v44.0, commit 91392a91eb41affee3bd75dc7d03eb86b4854aea):
  *
  *   libibverbs/driver.h    verbs_device_ops, verbs_device, verbs_match_ent,
- *                          verbs_context_ops, verbs_mr, verbs_xrcd,
- *                          verbs_srq, verbs_qp, verbs_cq, the verbs_* and
- *                          ibv_cmd_* prototypes
+ *                          verbs_context_ops, verbs_mr, verbs_dm,
+ *                          verbs_xrcd, verbs_srq, verbs_qp, verbs_cq, the
+ *                          verbs_* and ibv_cmd_* prototypes
  *   libibverbs/kern-abi.h  the ibv_<cmd> command structs (DECLARE_CMD)
  *   ccan/list.h            struct list_node (two pointers)
  *
@@ -200,6 +200,16 @@ struct verbs_mr {
 	struct ibv_mr ibv_mr;
 	enum ibv_mr_type mr_type;
 	int access;
+};
+
+/*
+ * Device memory; ibv_cmd_alloc_dm() fills @handle and, in @dm, the
+ * context, the handle and comp_mask IBV_DM_MASK_HANDLE.  The provider
+ * sets the memcpy functions.
+ */
+struct verbs_dm {
+	struct ibv_dm dm;
+	uint32_t handle;
 };
 
 /* verbs_qp.comp_mask */
@@ -519,6 +529,14 @@ int ibv_cmd_rereg_mr(struct verbs_mr *vmr, uint32_t flags, void *addr,
 		     size_t cmd_sz, struct ib_uverbs_rereg_mr_resp *resp,
 		     size_t resp_sz);
 int ibv_cmd_dereg_mr(struct verbs_mr *vmr);
+/*
+ * UVERBS_METHOD_ADVISE_MR (an ioctl, no write() form): @advice for the
+ * @num_sge ranges of @sg_list, each of an MR of @pd; @flags is
+ * IBV_ADVISE_MR_FLAG_FLUSH or 0.  The kernel checks all of it.
+ */
+int ibv_cmd_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		      uint32_t flags, struct ibv_sge *sg_list,
+		      uint32_t num_sge);
 /* libibverbs' ioctl command buffer: only ever passed as NULL here. */
 struct ibv_command_buffer;
 int ibv_cmd_query_context(struct ibv_context *ctx,
@@ -617,6 +635,23 @@ int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 /* The same for POST_RECV: vrdma's RQ doorbell. */
 int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		      struct ibv_recv_wr **bad_wr);
+/*
+ * Device memory (ioctl methods of UVERBS_OBJECT_DM and _MR); @link is
+ * libibverbs' command buffer of driver attributes, NULL here.
+ * ALLOC_DM with attr's length and log_align_req (comp_mask is not
+ * looked at); fills dm as above.
+ */
+int ibv_cmd_alloc_dm(struct ibv_context *ctx,
+		     const struct ibv_alloc_dm_attr *dm_attr,
+		     struct verbs_dm *dm, struct ibv_command_buffer *link);
+int ibv_cmd_free_dm(struct verbs_dm *dm);
+/*
+ * REG_DM_MR: access must hold IBV_ACCESS_ZERO_BASED (else EINVAL without
+ * a call); fills vmr's handle, keys, length, pd and context, addr NULL.
+ */
+int ibv_cmd_reg_dm_mr(struct ibv_pd *pd, struct verbs_dm *dm,
+		      uint64_t offset, size_t length, unsigned int access,
+		      struct verbs_mr *vmr, struct ibv_command_buffer *link);
 int ibv_cmd_create_ah(struct ibv_pd *pd, struct ibv_ah *ah,
 		      struct ibv_ah_attr *attr,
 		      struct ib_uverbs_create_ah_resp *resp, size_t resp_size);
@@ -646,6 +681,8 @@ static_assert(offsetof(struct verbs_device, sysfs) ==
 static_assert(sizeof(struct verbs_device) ==
 		      sizeof(struct ibv_device) + 48, "verbs_device size");
 static_assert(sizeof(struct verbs_xrcd) == 16, "verbs_xrcd");
+static_assert(sizeof(struct verbs_dm) == sizeof(struct ibv_dm) + 8,
+	      "verbs_dm");
 static_assert(offsetof(struct verbs_srq, srq_num) ==
 		      sizeof(struct ibv_srq) + 24, "verbs_srq.srq_num");
 #endif

@@ -34,6 +34,8 @@ static void vrdma_free_context(struct ibv_context *ibctx);
 
 /* Ops left NULL fail with EOPNOTSUPP (libibverbs' defaults). */
 static const struct verbs_context_ops vrdma_ctx_ops = {
+	.advise_mr = vrdma_advise_mr,
+	.alloc_dm = vrdma_alloc_dm,
 	.alloc_mw = vrdma_alloc_mw,
 	.alloc_parent_domain = vrdma_alloc_parent_domain,
 	.alloc_pd = vrdma_alloc_pd,
@@ -57,7 +59,9 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.destroy_srq = vrdma_destroy_srq,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = vrdma_free_context,
+	.free_dm = vrdma_free_dm,
 	.get_srq_num = vrdma_get_srq_num,
+	.import_dm = vrdma_import_dm,
 	.import_mr = vrdma_import_mr,
 	.import_pd = vrdma_import_pd,
 	.modify_qp = vrdma_modify_qp,
@@ -72,10 +76,12 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.query_port = vrdma_query_port,
 	.query_qp = vrdma_query_qp,
 	.query_srq = vrdma_query_srq,
+	.reg_dm_mr = vrdma_reg_dm_mr,
 	.reg_mr = vrdma_reg_mr,
 	.req_notify_cq = vrdma_req_notify_cq,
 	.rereg_mr = vrdma_rereg_mr,
 	.resize_cq = vrdma_resize_cq,
+	.unimport_dm = vrdma_unimport_dm,
 	.unimport_mr = vrdma_unimport_mr,
 	.unimport_pd = vrdma_unimport_pd,
 };

@@ -6,6 +6,7 @@
  *   verbs.c    device/port queries, protection domains, XRC domains,
  *              memory regions, address handles
  *   mw.c       memory windows: alloc/dealloc, ibv_bind_mw
+ *   dm.c       device memory: alloc/free, the copies, DM MRs, import
  *   ring.h     what the data path does to a shared ring (no system calls)
  *   ring.c     mapping the rings the kernel allocates
  *   cq.c       completion queues: create/resize/destroy, poll_cq, and the
@@ -274,6 +275,8 @@ struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 int vrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
 int vrdma_dereg_mr(struct verbs_mr *vmr);
+int vrdma_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		    uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 struct ibv_pd *vrdma_alloc_parent_domain(struct ibv_context *context,
 					 struct ibv_parent_domain_init_attr *attr);
 bool vrdma_is_parent_domain(struct ibv_context *context, struct ibv_pd *pd);
@@ -282,6 +285,17 @@ struct ibv_pd *vrdma_import_pd(struct ibv_context *context,
 void vrdma_unimport_pd(struct ibv_pd *ibpd);
 struct ibv_mr *vrdma_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
 void vrdma_unimport_mr(struct ibv_mr *ibmr);
+
+/* dm.c */
+struct ibv_dm *vrdma_alloc_dm(struct ibv_context *context,
+			      struct ibv_alloc_dm_attr *attr);
+int vrdma_free_dm(struct ibv_dm *ibdm);
+struct ibv_dm *vrdma_import_dm(struct ibv_context *context,
+			       uint32_t dm_handle);
+void vrdma_unimport_dm(struct ibv_dm *ibdm);
+struct ibv_mr *vrdma_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *ibdm,
+			       uint64_t dm_offset, size_t length,
+			       unsigned int access);
 struct ibv_ah *vrdma_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int vrdma_destroy_ah(struct ibv_ah *ah);
 struct ibv_xrcd *vrdma_open_xrcd(struct ibv_context *context,

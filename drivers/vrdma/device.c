@@ -40,8 +40,23 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	attr->hw_ver = 0;
 	attr->max_qp = VRDMA_MAX_QP;
 	attr->max_qp_wr = VRDMA_MAX_QP_WR;
-	/* "rdma link delete" may remove the device. */
-	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	/*
+	 * "rdma link delete" may remove the device.  ODP MRs (odp.c) for
+	 * every operation of every transport, explicit and implicit.
+	 */
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING;
+	attr->odp_caps.general_caps = IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT;
+	attr->odp_caps.per_transport_caps.rc_odp_caps = IB_ODP_SUPPORT_SEND |
+		IB_ODP_SUPPORT_RECV | IB_ODP_SUPPORT_WRITE |
+		IB_ODP_SUPPORT_READ | IB_ODP_SUPPORT_ATOMIC |
+		IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.xrc_odp_caps =
+		attr->odp_caps.per_transport_caps.rc_odp_caps;
+	attr->odp_caps.per_transport_caps.uc_odp_caps = IB_ODP_SUPPORT_SEND |
+		IB_ODP_SUPPORT_RECV | IB_ODP_SUPPORT_WRITE |
+		IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.ud_odp_caps = IB_ODP_SUPPORT_SEND |
+		IB_ODP_SUPPORT_RECV | IB_ODP_SUPPORT_SRQ_RECV;
 	attr->device_cap_flags = IB_DEVICE_RC_RNR_NAK_GEN |
 				 IB_DEVICE_SYS_IMAGE_GUID |
 				 IB_DEVICE_CHANGE_PHY_PORT |
@@ -80,6 +95,8 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	attr->max_srq_wr = VRDMA_MAX_SRQ_WR;
 	attr->max_srq_sge = VRDMA_MAX_SGE;
 	attr->max_fast_reg_page_list_len = VRDMA_MAX_FAST_REG_PAGES;
+	/* Kernel pages mapped into the process (dm.c). */
+	attr->max_dm_size = VRDMA_MAX_DM_SIZE;
 	attr->max_pkeys = VRDMA_MAX_PKEYS;
 	attr->local_ca_ack_delay = 15;
 }
@@ -121,7 +138,7 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 	if (vdev->net)
 		vrdma_net_dev_close(vdev);
 	WARN_ON(!xa_empty(&vdev->qp_xa) || !xa_empty(&vdev->mr_xa) ||
-		!xa_empty(&vdev->ah_xa));
+		!xa_empty(&vdev->ah_xa) || atomic_read(&vdev->dm_pages));
 	xa_destroy(&vdev->qp_xa);
 	xa_destroy(&vdev->ah_xa);
 	xa_destroy(&vdev->mr_xa);
@@ -137,6 +154,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = VRDMA_UVERBS_ABI_VERSION,
 
+	.alloc_dm = vrdma_alloc_dm,
 	.alloc_mr = vrdma_alloc_mr,
 	.alloc_mw = vrdma_alloc_mw,
 	.alloc_pd = vrdma_alloc_pd,
@@ -148,6 +166,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.create_srq = vrdma_create_srq,
 	.create_ah = vrdma_create_ah,
 	.create_user_ah = vrdma_create_ah,
+	.dealloc_dm = vrdma_dealloc_dm,
 	.dealloc_driver = vrdma_dealloc_driver,
 	.dealloc_mw = vrdma_dealloc_mw,
 	.dealloc_pd = vrdma_dealloc_pd,
@@ -179,7 +198,9 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.query_qp = vrdma_query_qp,
 	.query_srq = vrdma_query_srq,
 	.query_ucontext = vrdma_query_ucontext,
+	.reg_dm_mr = vrdma_reg_dm_mr,
 	.reg_user_mr = vrdma_reg_user_mr,
+	.advise_mr = vrdma_advise_mr,
 	.req_notify_cq = vrdma_req_notify_cq,
 	.rereg_user_mr = vrdma_rereg_user_mr,
 	.resize_cq = vrdma_resize_cq,
@@ -245,6 +266,7 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
 			    ndev->dev_addr);
 	vrdma_init_attr(vdev);
+	vrdma_dm_dev_init(vdev);
 	ib_set_device_ops(ibdev, &vrdma_dev_ops);
 	ib_set_device_ops(ibdev, &vrdma_counters_ops);
 	ib_set_device_ops(ibdev, &vrdma_restrack_ops);

@@ -568,6 +568,9 @@ static bool vrdma_loopback_ready(struct vrdma_qp *qp, struct vrdma_qp *dqp)
 	if (dqp->destroyed || dqp->ibqp.qp_type != IB_QPT_RC ||
 	    dqp->attr.dest_qp_num != qp->ibqp.qp_num || dqp->mtu != qp->mtu)
 		return false;
+	/* ODP pages cannot be held mapped on both sides at once (odp.c). */
+	if (vrdma_pd_has_odp(qp->pd) || vrdma_pd_has_odp(dqp->pd))
+		return false;
 	if (dqp->state != IB_QPS_RTR && dqp->state != IB_QPS_RTS &&
 	    dqp->state != IB_QPS_SQD)
 		return false;

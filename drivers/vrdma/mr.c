@@ -23,6 +23,9 @@
  * deregisters that.  So are rights to write into a region whose pages were
  * pinned for reading only: they are pinned again, for writing.
  *
+ * An MR registered with IB_ACCESS_ON_DEMAND pins nothing: its pages are
+ * looked up, and faulted in, as they are used (odp.c).
+ *
  * Kernel consumers also have fast-registration MRs (frmr.c): their key
  * opens memory only between a REG_MR work request and its invalidation,
  * so every lookup checks the MR's state along with its key.
@@ -35,7 +38,7 @@
 #include "vrdma.h"
 #include "trace.h"
 
-/* Access flags we implement; ODP and the like are refused. */
+/* Access flags we implement (and IB_ACCESS_ON_DEMAND: vrdma_user_access_ok()). */
 #define VRDMA_MR_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 			 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 			 IB_ACCESS_MW_BIND | IB_ACCESS_RELAXED_ORDERING | \
@@ -96,8 +99,8 @@ static int vrdma_mr_map_umem(struct vrdma_mr *mr)
 	return 0;
 }
 
-/* Rights a user MR may have: -EOPNOTSUPP or -EINVAL as reg_user_mr. */
-static int vrdma_mr_access_ok(int access)
+/* Rights a user or DM MR may have: -EOPNOTSUPP, -EINVAL as reg_user_mr. */
+int vrdma_mr_access_ok(int access)
 {
 	if (access & ~VRDMA_MR_ACCESS)
 		return -EOPNOTSUPP;
@@ -107,20 +110,32 @@ static int vrdma_mr_access_ok(int access)
 	return 0;
 }
 
+/* As vrdma_mr_access_ok(), for a process's MR, which may be ODP. */
+static int vrdma_user_access_ok(int access)
+{
+	/* Huge pages are a hint for ODP's page table; ours has one size. */
+	if (access & IB_ACCESS_ON_DEMAND)
+		access &= ~(IB_ACCESS_ON_DEMAND | IB_ACCESS_HUGETLB);
+	return vrdma_mr_access_ok(access);
+}
+
 /* Pin, map and key a user MR: reg_user_mr, and rereg with a translation. */
 static struct vrdma_mr *vrdma_mr_create_user(struct ib_pd *ibpd, u64 start,
 					     u64 length, u64 iova, int access)
 {
 	struct vrdma_dev *vdev = to_vdev(ibpd->device);
+	bool odp = access & IB_ACCESS_ON_DEMAND;
 	struct vrdma_mr *mr;
 	u64 end;
 	int ret;
 
-	if (!length || length > VRDMA_MAX_MR_SIZE ||
-	    check_add_overflow(start, length, &end) ||
-	    check_add_overflow(iova, length, &end))
+	/* An implicit ODP MR: the whole address space (odp.c). */
+	if (!(odp && !start && length == U64_MAX) &&
+	    (!length || length > VRDMA_MAX_MR_SIZE ||
+	     check_add_overflow(start, length, &end) ||
+	     check_add_overflow(iova, length, &end)))
 		return ERR_PTR(-EINVAL);
-	ret = vrdma_mr_access_ok(access);
+	ret = vrdma_user_access_ok(access);
 	if (ret)
 		return ERR_PTR(ret);
 
@@ -128,21 +143,30 @@ static struct vrdma_mr *vrdma_mr_create_user(struct ib_pd *ibpd, u64 start,
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
 
-	mr->umem = ib_umem_get(ibpd->device, start, length, access);
-	if (IS_ERR(mr->umem)) {
-		ret = PTR_ERR(mr->umem);
-		goto err_free;
-	}
-	ret = vrdma_mr_map_umem(mr);
-	if (ret)
-		goto err_release;
-
 	mr->pd = to_vpd(ibpd);
 	mr->iova = iova;
 	mr->length = length;
 	mr->access = access;
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = length;
+	if (odp) {
+		ret = vrdma_odp_init(mr, start);
+		if (ret)
+			goto err_free;
+		/* Before the key opens it: see vrdma_pd_has_odp(). */
+		WRITE_ONCE(mr->pd->odp, true);
+	} else {
+		mr->umem = ib_umem_get(ibpd->device, start, length, access);
+		if (IS_ERR(mr->umem)) {
+			ret = PTR_ERR(mr->umem);
+			mr->umem = NULL;
+			goto err_free;
+		}
+		ret = vrdma_mr_map_umem(mr);
+		if (ret)
+			goto err_release;
+	}
+
 	ret = vrdma_mr_alloc_key(vdev, mr);
 	if (ret)
 		goto err_release;
@@ -150,7 +174,9 @@ static struct vrdma_mr *vrdma_mr_create_user(struct ib_pd *ibpd, u64 start,
 
 err_release:
 	kvfree(mr->pages);
-	ib_umem_release(mr->umem);
+	if (mr->umem)
+		ib_umem_release(mr->umem);
+	vrdma_odp_fini(mr);
 err_free:
 	kfree(mr);
 	return ERR_PTR(ret);
@@ -228,14 +254,23 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		return ERR_PTR(-EINVAL);
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = mr->access;
-	ret = vrdma_mr_access_ok(access);
+	ret = vrdma_user_access_ok(access);
 	if (ret)
 		return ERR_PTR(ret);
 	if (!(flags & IB_MR_REREG_TRANS) && mr->umem &&
-	    ib_access_writable(access) && !mr->umem->writable) {
+	    ((ib_access_writable(access) && !mr->umem->writable) ||
+	     (access & IB_ACCESS_ON_DEMAND))) {
 		flags |= IB_MR_REREG_TRANS;
 		start = mr->umem->address;
 		length = mr->umem->length;
+		iova = mr->iova;
+	}
+	/* Pinned from now on: a new MR on the same range. */
+	if (!(flags & IB_MR_REREG_TRANS) && mr->odp &&
+	    !(access & IB_ACCESS_ON_DEMAND)) {
+		flags |= IB_MR_REREG_TRANS;
+		start = vrdma_odp_user_start(mr);
+		length = mr->length;
 		iova = mr->iova;
 	}
 
@@ -260,6 +295,9 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		xa_unlock_bh(&vdev->mw_xa);
 		return ERR_PTR(-EBUSY);
 	}
+	/* The new PD's QPs leave the softirq before the MR is theirs. */
+	if (mr->odp)
+		WRITE_ONCE(to_vpd(ibpd)->odp, true);
 	WRITE_ONCE(mr->pd, to_vpd(ibpd));
 	WRITE_ONCE(mr->access, access);
 	xa_unlock_bh(&vdev->mw_xa);
@@ -330,6 +368,7 @@ int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	kfree(mr->fr_pages);
 	if (mr->umem)
 		ib_umem_release(mr->umem);
+	vrdma_odp_fini(mr);
 	kfree_rcu(mr, rcu);
 	return 0;
 }
@@ -472,6 +511,22 @@ static void *vrdma_mr_dma_ptr(u64 iova, u32 length)
 	return p;
 }
 
+struct vrdma_odp_copy {
+	void *buf;
+	bool to_mr;
+};
+
+static int vrdma_odp_copy_fn(void *kaddr, u32 len, u32 done, void *ctx)
+{
+	struct vrdma_odp_copy *c = ctx;
+
+	if (c->to_mr)
+		vrdma_copy(kaddr, c->buf + done, len);
+	else
+		vrdma_copy(c->buf + done, kaddr, len);
+	return 0;
+}
+
 /**
  * vrdma_mr_copy() - copy between a checked MR range and a kernel buffer
  * @mr: the MR, range checked with vrdma_mr_check()
@@ -481,7 +536,8 @@ static void *vrdma_mr_dma_ptr(u64 iova, u32 length)
  * @to_mr: copy from @buf into the MR (else from the MR into @buf)
  *
  * Return: 0, or -EFAULT for a DMA MR address that is not kernel memory
- * or a fast-reg MR address beyond its page list.
+ * or a fast-reg MR address beyond its page list; for an ODP MR, as
+ * vrdma_odp_access().
  */
 int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 		  bool to_mr)
@@ -490,6 +546,12 @@ int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
 	struct page *page;
 	void *kaddr;
 
+	if (mr->odp) {
+		struct vrdma_odp_copy c = { .buf = buf, .to_mr = to_mr };
+
+		return vrdma_odp_access(mr, iova, length, to_mr,
+					vrdma_odp_copy_fn, &c);
+	}
 	if (mr->dma) {
 		kaddr = vrdma_mr_dma_ptr(iova, length);
 		if (!kaddr)
@@ -542,13 +604,16 @@ int vrdma_mr_copy(struct vrdma_mr *mr, u64 iova, void *buf, u32 length,
  * these at once.  Undo with vrdma_mr_unmap(), in reverse order.
  *
  * Return: the kernel address, or NULL for a DMA MR address that is not
- * kernel memory or a fast-reg MR address beyond its page list.
+ * kernel memory, a fast-reg MR address beyond its page list, or an ODP
+ * MR (its pages may go at any time: the loopback path leaves them alone).
  */
 void *vrdma_mr_map(struct vrdma_mr *mr, u64 iova, u32 length, u32 *chunk)
 {
 	unsigned int poff;
 	void *kaddr;
 
+	if (mr->odp)
+		return NULL;
 	if (mr->dma) {
 		*chunk = length;
 		return vrdma_mr_dma_ptr(iova, length);
@@ -570,8 +635,20 @@ void *vrdma_mr_map(struct vrdma_mr *mr, u64 iova, u32 length, u32 *chunk)
  */
 void vrdma_mr_unmap(struct vrdma_mr *mr, void *kaddr)
 {
-	if (!mr->dma && !mr->fast_reg)
+	if (!mr->dma && !mr->fast_reg && !mr->odp)
 		kunmap_local(kaddr);
+}
+
+struct vrdma_skb_place {
+	const struct sk_buff *skb;
+	u32 offset;
+};
+
+static int vrdma_odp_skb_fn(void *kaddr, u32 len, u32 done, void *ctx)
+{
+	struct vrdma_skb_place *p = ctx;
+
+	return vrdma_copy_from_skb(p->skb, p->offset + done, kaddr, len);
 }
 
 /**
@@ -583,7 +660,8 @@ void vrdma_mr_unmap(struct vrdma_mr *mr, void *kaddr)
  * @length: bytes
  *
  * Return: 0, or a negative errno if @skb is shorter than claimed (it was
- * checked, so this is a driver bug) or the DMA address is bad.
+ * checked, so this is a driver bug) or the DMA address is bad; for an ODP
+ * MR, as vrdma_odp_access().
  */
 int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
 			   const struct sk_buff *skb, u32 offset, u32 length)
@@ -592,6 +670,12 @@ int vrdma_mr_copy_from_skb(struct vrdma_mr *mr, u64 iova,
 	void *kaddr;
 	int ret;
 
+	if (mr->odp) {
+		struct vrdma_skb_place p = { .skb = skb, .offset = offset };
+
+		return vrdma_odp_access(mr, iova, length, true,
+					vrdma_odp_skb_fn, &p);
+	}
 	if (mr->dma) {
 		kaddr = vrdma_mr_dma_ptr(iova, length);
 		if (!kaddr)
@@ -667,6 +751,69 @@ static u64 *vrdma_mr_word(struct vrdma_mr *mr, u64 iova, void **kaddr)
 	return word;
 }
 
+/* An operation on one 64-bit word of an MR (vrdma_mr_word_op()). */
+struct vrdma_word_op {
+	bool cmp_swap;
+	u64 compare;
+	u64 swap_add;
+	u64 orig;
+};
+
+/*
+ * Run @fn on the aligned 64-bit word at @iova of @mr, with the MR's page
+ * held in place for it (for ODP, under its table's lock).
+ */
+static int vrdma_mr_word_op(struct vrdma_mr *mr, u64 iova,
+			    int (*fn)(void *kaddr, u32 len, u32 done,
+				      void *ctx),
+			    struct vrdma_word_op *op)
+{
+	void *kaddr;
+	u64 *word;
+	int ret;
+
+	if (mr->odp)
+		return vrdma_odp_access(mr, iova, sizeof(*word), true, fn, op);
+	word = vrdma_mr_word(mr, iova, &kaddr);
+	if (IS_ERR(word))
+		return PTR_ERR(word);
+	ret = fn(word, sizeof(*word), 0, op);
+	if (kaddr)
+		kunmap_local(kaddr);
+	return ret;
+}
+
+static int vrdma_atomic_fn(void *kaddr, u32 len, u32 done, void *ctx)
+{
+	struct vrdma_word_op *op = ctx;
+	u64 *word = kaddr, old;
+
+	/* An ODP word is checked here: it may not be aligned in memory. */
+	if (len != sizeof(*word) || ((uintptr_t)word & (sizeof(*word) - 1)))
+		return -EINVAL;
+	if (op->cmp_swap) {
+		old = cmpxchg64(word, op->compare, op->swap_add);
+	} else {
+		old = READ_ONCE(*word);
+		while (!try_cmpxchg64(word, &old, old + op->swap_add))
+			;
+	}
+	op->orig = old;
+	return 0;
+}
+
+static int vrdma_atomic_write_fn(void *kaddr, u32 len, u32 done, void *ctx)
+{
+	struct vrdma_word_op *op = ctx;
+	u64 *word = kaddr;
+
+	if (len != sizeof(*word) || ((uintptr_t)word & (sizeof(*word) - 1)))
+		return -EINVAL;
+	/* After the data of the requests before it: see below. */
+	smp_store_release(word, op->swap_add);
+	return 0;
+}
+
 /**
  * vrdma_mr_atomic() - compare-and-swap or fetch-and-add 8 bytes of an MR
  * @mr: the MR, range checked with vrdma_mr_check() for REMOTE_ATOMIC
@@ -692,23 +839,16 @@ static u64 *vrdma_mr_word(struct vrdma_mr *mr, u64 iova, void **kaddr)
 int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
 		    u64 compare, u64 swap_add, u64 *orig)
 {
-	void *kaddr;
-	u64 *word, old;
+	struct vrdma_word_op op = {
+		.cmp_swap = cmp_swap,
+		.compare = compare,
+		.swap_add = swap_add,
+	};
+	int ret;
 
-	word = vrdma_mr_word(mr, iova, &kaddr);
-	if (IS_ERR(word))
-		return PTR_ERR(word);
-	if (cmp_swap) {
-		old = cmpxchg64(word, compare, swap_add);
-	} else {
-		old = READ_ONCE(*word);
-		while (!try_cmpxchg64(word, &old, old + swap_add))
-			;
-	}
-	if (kaddr)
-		kunmap_local(kaddr);
-	*orig = old;
-	return 0;
+	ret = vrdma_mr_word_op(mr, iova, vrdma_atomic_fn, &op);
+	*orig = op.orig;
+	return ret;
 }
 
 /**
@@ -726,18 +866,10 @@ int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
  */
 int vrdma_mr_atomic_write(struct vrdma_mr *mr, u64 iova, const u8 *value)
 {
-	void *kaddr;
-	u64 *word, v;
+	struct vrdma_word_op op = {};
 
-	word = vrdma_mr_word(mr, iova, &kaddr);
-	if (IS_ERR(word))
-		return PTR_ERR(word);
-	memcpy(&v, value, sizeof(v));
-	/* After the data of the requests before it: see above. */
-	smp_store_release(word, v);
-	if (kaddr)
-		kunmap_local(kaddr);
-	return 0;
+	memcpy(&op.swap_add, value, sizeof(op.swap_add));
+	return vrdma_mr_word_op(mr, iova, vrdma_atomic_write_fn, &op);
 }
 
 /**
@@ -929,9 +1061,10 @@ static int vrdma_sgl_frag_one(struct vrdma_mr *mr, u64 iova, u32 len,
 	/*
 	 * A DMA MR's addresses may be vmalloc memory, a fast-reg MR's pages
 	 * slab memory, which no fragment may reference: copied instead.
-	 * Only user MRs have the pinned pages this takes.
+	 * Only user MRs have the pinned pages this takes (an ODP MR's may
+	 * be taken from the process while the packet lives).
 	 */
-	if (mr->dma || mr->fast_reg)
+	if (mr->dma || mr->fast_reg || mr->odp)
 		return -EOPNOTSUPP;
 	while (len) {
 		struct skb_shared_info *sh = skb_shinfo(skb);

@@ -37,6 +37,14 @@
 #define VRDMA_VENDOR_PART_ID	0x7672		/* "vr" */
 
 /*
+ * Device memory (dm.c): the largest DM, and the most all DMs of a device
+ * hold together.  Each is kernel memory pinned for the life of the DM,
+ * also charged to its owner's RLIMIT_MEMLOCK and memory cgroup.
+ */
+#define VRDMA_MAX_DM_SIZE	BIT(20)
+#define VRDMA_MAX_DM_TOTAL	BIT(26)
+
+/*
  * Received packets a QP holds for its task or tasklet at most; the next
  * are dropped (rx_queue_full) and RC recovers them by retransmission.
  * Far above what a peer keeps in flight (VRDMA_WINDOW requests), it

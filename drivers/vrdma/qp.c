@@ -409,11 +409,16 @@ static int vrdma_qp_check_attr(struct vrdma_qp *qp, struct ib_qp_attr *attr,
 	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
 	    attr->max_dest_rd_atomic > VRDMA_MAX_RD_ATOMIC)
 		return -EINVAL;
+	/*
+	 * ON_DEMAND means nothing for a QP, but consumers pass their MRs'
+	 * rights (pyverbs' ODP tests): accepted, as other devices do.
+	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
 	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |
 				       IB_ACCESS_REMOTE_ATOMIC |
 				       IB_ACCESS_LOCAL_WRITE |
+				       IB_ACCESS_ON_DEMAND |
 				       VRDMA_QP_ACCESS_FLUSH_ALLOWED)))
 		return -EINVAL;
 	if ((mask & IB_QP_RETRY_CNT) &&

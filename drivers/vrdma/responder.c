@@ -451,6 +451,15 @@ static void vrdma_exec_write(struct vrdma_qp *qp, struct sk_buff *skb)
 						     pkt->hdr_len,
 						     pkt->paylen);
 		vrdma_mr_put(mr);
+		/*
+		 * Memory the key grants but the process no longer maps (an
+		 * ODP MR's, odp.c): an access error, as for a bad key.
+		 */
+		if (ret == -EFAULT || ret == -EPERM) {
+			vrdma_resp_refuse(qp, pkt->psn, VRDMA_NAK_REM_ACCESS,
+					  IB_EVENT_QP_ACCESS_ERR);
+			return;
+		}
 		if (ret) {
 			vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_OP_ERR,
 					 IB_EVENT_QP_FATAL);

@@ -176,7 +176,12 @@ static int vrdma_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 	if (!nest)
 		return -EMSGSIZE;
 	if (rdma_nl_put_driver_string(msg, "type",
-				      READ_ONCE(mr->dma) ? "dma" : "user") ||
+				      READ_ONCE(mr->dma) ? "dma" :
+				      ibmr->type == IB_MR_TYPE_DM ? "dm" :
+				      mr->odp ? "odp" : "user") ||
+	    (mr->odp &&
+	     rdma_nl_put_driver_u64(msg, "odp_pages",
+				    vrdma_odp_mapped_pages(mr))) ||
 	    (vrdma_res_may_see_addr(msg, &ibmr->res) &&
 	     rdma_nl_put_driver_u64_hex(msg, "iova", READ_ONCE(mr->iova))) ||
 	    rdma_nl_put_driver_u64(msg, "length", READ_ONCE(mr->length)) ||

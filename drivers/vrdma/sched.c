@@ -50,7 +50,9 @@
  *     runs, READ answers, and request packets of RC QPs in RTS.  It takes
  *     no receive WQE (READs consume none) and so no SRQ lock, and it
  *     leaves the loopback path and local operations to the task, which it
- *     queues (vrdma_send_wqes()).
+ *     queues (vrdma_send_wqes()).  Nothing at all of a QP whose PD has
+ *     ODP MRs: their pages are faulted in where they are used, which
+ *     sleeps (odp.c).
  *
  * Order: a QP's packets are executed in the order they arrived.  Only the
  * owner dequeues from qp->rx, and the tasklet puts back at the head what
@@ -79,7 +81,9 @@
  *   SRQ's lock (process context only), the MW table's xa_lock (BH-safe),
  *   a multicast group's list lock (BH-safe), the AH and QP tables'
  *   xa_locks and the XRC SRQ numbers' (irq-safe), a kernel QP's or SRQ's
- *   post locks (irq-safe).
+ *   post locks (irq-safe), an ODP MR's page table (its xa_lock, BH-safe,
+ *   around one page's access; also taken by the kernel's invalidations).
+ *   A page fault (odp.c) is taken with none of the leaf locks held.
  *
  * Priorities: events queue the task on a WQ_HIGHPRI workqueue, so that an
  * answer leaves at once even where a process busy-polls the only CPU, as
@@ -190,6 +194,12 @@ static bool vrdma_bh_may_run(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (qp->destroyed || !vrdma_bh_pkt(skb) ||
 	    qp->ibqp.qp_type != IB_QPT_RC)
 		return false;
+	/*
+	 * ODP memory may have to be faulted in, which sleeps: a QP whose PD
+	 * has ODP MRs is the task's (odp.c).
+	 */
+	if (vrdma_pd_has_odp(qp->pd))
+		return false;
 	if (vrdma_pkt(skb)->mask & VRDMA_OPF_RESP)
 		return qp->state == IB_QPS_RTS;
 	/*
@@ -209,8 +219,9 @@ static bool vrdma_bh_reading(struct vrdma_qp *qp)
 /*
  * The QP's softirq run, a tasklet (as rxe's): it executes the responses
  * and READ requests at the head of @rx at once, if nobody runs the QP.
- * Neither needs anything that sleeps (MR pages are pinned, the CQ and the
- * window table take BH-safe locks), and both are short.  Being a tasklet,
+ * Neither needs anything that sleeps (MR pages are pinned: QPs that may
+ * reach ODP MRs are left to the task; the CQ and the window table take
+ * BH-safe locks), and both are short.  Being a tasklet,
  * it runs after the receive softirq has delivered its whole batch of
  * packets, so the answers to a batch leave together.  After answers it
  * runs the requester too.  A run executes and sends VRDMA_BH_BUDGET
@@ -636,6 +647,16 @@ int vrdma_sched_init(void)
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/**
+ * vrdma_queue_background() - run @work in process context, at normal
+ *	priority, before the module goes away
+ * @work: the work item
+ */
+void vrdma_queue_background(struct work_struct *work)
+{
+	queue_work(vrdma_wq_more, work);
 }
 
 void vrdma_sched_exit(void)

@@ -16,6 +16,9 @@
  *   mr.c        memory regions: pinning, keys, and every access to MR memory
  *   mw.c        memory windows: binding, invalidation, their rkeys
  *   frmr.c      fast-registration MRs of kernel consumers: REG_MR, LOCAL_INV
+ *   odp.c       on-demand paging MRs: pages faulted in when used, dropped
+ *               when the kernel invalidates them; ibv_advise_mr prefetch
+ *   dm.c        device memory: kernel pages a process maps, and MRs of them
  *   queue.c     the shared rings (SQ, RQ, SRQ, CQ) and their index checks
  *   cq.c        completion queues: writing CQEs, notification
  *   qp.c        queue pairs: creation, the state machine, the doorbells
@@ -190,6 +193,7 @@ enum vrdma_counter {
  * @num_qp: QPs in existence, held to attr.max_qp
  * @num_srq: SRQs in existence, held to attr.max_srq
  * @num_ah: AHs in existence, held to attr.max_ah
+ * @dm_pages: pages of all DMs, held to VRDMA_MAX_DM_TOTAL (dm.c)
  * @qp_xa: QPN -> struct vrdma_qp; lookups under its (irq-safe) lock
  * @ah_xa: AH handle -> struct vrdma_ah_dest; lookups under its xa_lock
  * @mr_xa: key index -> struct vrdma_mr; lookups under RCU
@@ -223,6 +227,7 @@ struct vrdma_dev {
 	atomic_t num_qp;
 	atomic_t num_srq;
 	atomic_t num_ah;
+	atomic_t dm_pages;
 	struct xarray qp_xa;
 	struct xarray ah_xa;
 	struct xarray mr_xa;
@@ -264,10 +269,19 @@ struct vrdma_ucontext {
 /**
  * struct vrdma_pd - a protection domain
  * @ibpd: ib_core's part
+ * @odp: an ODP MR was made in it (or moved to it): its QPs' engines run
+ *	only where pages may be faulted in (odp.c); never cleared
  */
 struct vrdma_pd {
 	struct ib_pd ibpd;
+	bool odp;
 };
+
+/* Must the QPs of @pd leave the softirq and loopback paths (odp.c)? */
+static inline bool vrdma_pd_has_odp(struct vrdma_pd *pd)
+{
+	return pd && READ_ONCE(pd->odp);
+}
 
 /**
  * struct vrdma_mmap_entry - a piece of kernel memory user space may mmap
@@ -334,6 +348,8 @@ enum vrdma_mr_state {
  * @fr_max: fast-reg: entries allocated in @fr_pages (max_num_sg)
  * @fr_npages: fast-reg: entries set by the last map_mr_sg
  * @fr_page_shift: fast-reg: log2 of ibmr.page_size at map_mr_sg
+ * @odp: an on-demand paging MR: its pages are looked up here, not in
+ *	@pages (odp.c)
  * @num_mw: memory windows bound to it; -1 while dereg or rereg owns it, so
  *	that no bind can take it meanwhile.  Binds take it, and rereg changes
  *	@pd and @access in place, under the xa_lock of vdev->mw_xa (mw.c)
@@ -359,6 +375,7 @@ struct vrdma_mr {
 	u32 fr_max;
 	u32 fr_npages;
 	u32 fr_page_shift;
+	struct vrdma_odp *odp;
 	atomic_t num_mw;
 	refcount_t refs;
 	struct completion done;
@@ -813,6 +830,7 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *vrdma_get_dma_mr(struct ib_pd *ibpd, int access);
 int vrdma_mr_alloc_key(struct vrdma_dev *vdev, struct vrdma_mr *mr);
+int vrdma_mr_access_ok(int access);
 int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
@@ -847,6 +865,18 @@ int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
 int vrdma_mr_atomic_write(struct vrdma_mr *mr, u64 iova, const u8 *value);
 int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote);
 
+/* odp.c */
+int vrdma_odp_init(struct vrdma_mr *mr, u64 start);
+void vrdma_odp_fini(struct vrdma_mr *mr);
+u64 vrdma_odp_user_start(struct vrdma_mr *mr);
+unsigned long vrdma_odp_mapped_pages(struct vrdma_mr *mr);
+int vrdma_odp_access(struct vrdma_mr *mr, u64 iova, u32 length, bool write,
+		     int (*fn)(void *kaddr, u32 len, u32 done, void *ctx),
+		     void *ctx);
+int vrdma_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs);
+
 /* mw.c */
 int vrdma_mw_dev_init(struct vrdma_dev *vdev);
 void vrdma_mw_dev_fini(struct vrdma_dev *vdev);
@@ -856,6 +886,17 @@ u8 vrdma_mw_bind(struct vrdma_qp *qp, const struct vrdma_send_wqe *wqe);
 int vrdma_mw_invalidate(struct vrdma_qp *qp, u32 rkey, bool remote);
 int vrdma_mw_rkey_get(struct vrdma_qp *qp, u32 rkey, u64 va, u64 length,
 		      int access, struct vrdma_mr **mrp);
+
+/* dm.c */
+struct ib_dm *vrdma_alloc_dm(struct ib_device *ibdev,
+			     struct ib_ucontext *ibuc,
+			     struct ib_dm_alloc_attr *attr,
+			     struct uverbs_attr_bundle *attrs);
+int vrdma_dealloc_dm(struct ib_dm *ibdm, struct uverbs_attr_bundle *attrs);
+struct ib_mr *vrdma_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
+			      struct ib_dm_mr_attr *attr,
+			      struct uverbs_attr_bundle *attrs);
+void vrdma_dm_dev_init(struct vrdma_dev *vdev);
 
 /* frmr.c */
 struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
@@ -930,6 +971,7 @@ void vrdma_txq_exit(void);
 /* sched.c */
 int vrdma_sched_init(void);
 void vrdma_sched_exit(void);
+void vrdma_queue_background(struct work_struct *work);
 void vrdma_sched_qp_init(struct vrdma_qp *qp);
 void vrdma_sched_qp_stop(struct vrdma_qp *qp);
 /* Bit of vrdma_qp.owner. */

@@ -11,6 +11,7 @@
 #define VRDMA_ABI_USER_H
 
 #include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 /*
  * Bumped on every incompatible change.  The module reports it as its
@@ -430,6 +431,35 @@ struct vrdma_modify_srq_req {
 struct vrdma_create_ah_resp {
 	__u32 ah;
 	__u32 reserved;
+};
+
+/*
+ * Device memory (ibv_alloc_dm)
+ * ----------------------------
+ * A DM is zeroed kernel memory the process maps: the provider copies in
+ * and out of the mapping (ibv_memcpy_to_dm/from_dm), RDMA reaches it
+ * through DM MRs, which are zero based.  ALLOC_DM answers only the handle,
+ * and ibv_import_dm() has nothing else, so the provider asks for the
+ * rest with a method of the driver's own on UVERBS_OBJECT_DM, through
+ * RDMA_VERBS_IOCTL with driver_id RDMA_DRIVER_UNKNOWN (the module's):
+ *
+ *   VRDMA_IB_ATTR_DM_QUERY_HANDLE       IDR in, the DM (mandatory)
+ *   VRDMA_IB_ATTR_DM_QUERY_MMAP_OFFSET  u64 out: pass to mmap() on the
+ *                                       device file
+ *   VRDMA_IB_ATTR_DM_QUERY_LENGTH       u64 out: bytes of the DM; the
+ *                                       mapping is that rounded up to
+ *                                       whole pages
+ *
+ * A handle that names no DM of the command file fails (EINVAL, ENOENT).
+ */
+enum vrdma_ib_dm_methods {
+	VRDMA_IB_METHOD_DM_QUERY = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum vrdma_ib_dm_query_attrs {
+	VRDMA_IB_ATTR_DM_QUERY_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	VRDMA_IB_ATTR_DM_QUERY_MMAP_OFFSET,
+	VRDMA_IB_ATTR_DM_QUERY_LENGTH,
 };
 
 /*

@@ -129,6 +129,11 @@ static struct {
 	uint8_t wqe_log[WQE_LOG][WQE_LOG_SIZE];
 	int executed;		/* WQEs executed so far */
 	int query_devices;
+	struct ib_uverbs_reg_mr last_reg_mr;
+	/* the last ADVISE_MR: PD handle, advice, flags, the SGEs */
+	int advises;
+	uint32_t advise_pd, advise_advice, advise_flags, advise_nsge;
+	struct ib_uverbs_sge advise_sge[4];
 } k;
 
 static uint32_t pow2_at_least(uint32_t x)
@@ -829,6 +834,7 @@ static int kinvoke_write(struct ib_uverbs_ioctl_hdr *hdr)
 		if (inlen < sizeof(*req) || outlen < sizeof(resp) ||
 		    req->pd_handle != 3)
 			return EINVAL;
+		k.last_reg_mr = *req;
 		memcpy(out, &resp, sizeof(resp));
 		return 0;
 	}
@@ -1026,6 +1032,25 @@ static int kioctl(struct ib_uverbs_ioctl_hdr *hdr)
 			return EINVAL;
 		k.xrcds--;
 		return 0;
+	case UVERBS_OBJECT_MR << 16 | UVERBS_METHOD_ADVISE_MR: {
+		/* as uverbs checks it: flags, at least one whole SGE */
+		struct ib_uverbs_attr *a =
+			kattr(hdr, UVERBS_ATTR_ADVISE_MR_SGE_LIST);
+
+		k.advises++;
+		if (!a || !a->len || a->len % sizeof(struct ib_uverbs_sge) ||
+		    a->len > sizeof(k.advise_sge) ||
+		    !kattr(hdr, UVERBS_ATTR_ADVISE_MR_ADVICE))
+			return EINVAL;
+		k.advise_pd = kattr_idr(hdr, UVERBS_ATTR_ADVISE_MR_PD_HANDLE);
+		k.advise_advice = kattr_u64(hdr, UVERBS_ATTR_ADVISE_MR_ADVICE);
+		k.advise_flags = kattr_u64(hdr, UVERBS_ATTR_ADVISE_MR_FLAGS);
+		k.advise_nsge = a->len / sizeof(struct ib_uverbs_sge);
+		memcpy(k.advise_sge, kattr_in(a), a->len);
+		if (k.advise_flags & ~(uint32_t)IB_UVERBS_ADVISE_MR_FLAG_FLUSH)
+			return EINVAL;
+		return 0;
+	}
 	case UVERBS_OBJECT_PD << 16 | UVERBS_METHOD_PD_DESTROY:
 	case UVERBS_OBJECT_MR << 16 | UVERBS_METHOD_MR_DESTROY:
 	case UVERBS_OBJECT_AH << 16 | UVERBS_METHOD_AH_DESTROY:
@@ -3177,6 +3202,66 @@ static void test_xrc_destroy(void)
 	CHECK_EQ(0, k.uhw_unexpected);
 }
 
+/*
+ * On-demand paging: ODP MRs, explicit and implicit, reach the kernel as
+ * asked; ibv_advise_mr() is one ADVISE_MR with the SGEs unchanged, and the
+ * kernel's answer comes back as the verb's.
+ */
+static void test_odp(void)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_ON_DEMAND;
+	struct ibv_sge sge[2] = {
+		{ .addr = (uintptr_t)mem + 5, .length = 100, .lkey = 0x1006 },
+		{ .addr = (uintptr_t)mem + 4096, .length = 3, .lkey = 0x1007 },
+	};
+	struct ibv_mr *omr, *imr;
+
+	omr = ibv_reg_mr(pd, mem + 5, 100, access);
+	CHECK(omr);
+	CHECK_EQ((uintptr_t)mem + 5, k.last_reg_mr.start);
+	CHECK_EQ(100, k.last_reg_mr.length);
+	CHECK_EQ((uintptr_t)mem + 5, k.last_reg_mr.hca_va);
+	CHECK_EQ(access, k.last_reg_mr.access_flags);
+
+	/* implicit: the whole address space, as the kernel expects it */
+	imr = ibv_reg_mr(pd, NULL, SIZE_MAX, access);
+	CHECK(imr);
+	CHECK_EQ(0, k.last_reg_mr.start);
+	CHECK_EQ(UINT64_MAX, k.last_reg_mr.length);
+	CHECK_EQ(0, k.last_reg_mr.hca_va);
+	CHECK_EQ(access, k.last_reg_mr.access_flags);
+	if (imr) {
+		CHECK(!imr->addr);
+		CHECK_EQ(SIZE_MAX, imr->length);
+	}
+
+	memset(k.advise_sge, 0, sizeof(k.advise_sge));
+	CHECK_EQ(0, ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+				  IBV_ADVISE_MR_FLAG_FLUSH, sge, 2));
+	CHECK_EQ(1, k.advises);
+	CHECK_EQ(3, k.advise_pd);
+	CHECK_EQ(IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, k.advise_advice);
+	CHECK_EQ(IBV_ADVISE_MR_FLAG_FLUSH, k.advise_flags);
+	CHECK_EQ(2, k.advise_nsge);
+	CHECK(!memcmp(k.advise_sge, sge, sizeof(sge)));
+	CHECK_EQ(0, ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+				  0, sge + 1, 1));
+	CHECK_EQ(IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, k.advise_advice);
+	CHECK_EQ(0, k.advise_flags);
+	CHECK_EQ(1, k.advise_nsge);
+	/* the kernel's refusal is the verb's return value */
+	CHECK_EQ(EINVAL, ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+				       1 << 7, sge, 1));
+	CHECK_EQ(3, k.advises);
+
+	if (omr)
+		CHECK_EQ(0, ibv_dereg_mr(omr));
+	if (imr)
+		CHECK_EQ(0, ibv_dereg_mr(imr));
+	CHECK_EQ(0, k.unknown);
+}
+
 static void test_destroy(void)
 {
 	CHECK_EQ(0, ibv_destroy_qp(qp));
@@ -3197,6 +3282,8 @@ static void test_destroy(void)
 
 static const struct tap_test tests[] = {
 	{ "open through the provider, GET_CONTEXT, PD, MR", test_open },
+	{ "ODP MRs, explicit and implicit; advise_mr as one ADVISE_MR",
+	  test_odp },
 	{ "create_cq maps the ring the kernel describes", test_create_cq },
 	{ "create_qp takes the kernel's caps and maps SQ and RQ",
 	  test_create_qp },

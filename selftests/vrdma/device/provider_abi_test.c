@@ -138,6 +138,19 @@ static const char *op_name(int op)
 ALL_OPS(X)
 #undef X
 
+static int typed_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+			   uint32_t flags, struct ibv_sge *sg_list,
+			   uint32_t num_sge)
+{
+	(void)pd;
+	(void)advice;
+	(void)flags;
+	(void)sg_list;
+	(void)num_sge;
+	last_op = OP_advise_mr;
+	return EINVAL;
+}
+
 static struct ibv_pd *typed_alloc_pd(struct ibv_context *context)
 {
 	(void)context;
@@ -335,6 +348,7 @@ static void fill_stub_ops(void)
 #define X(name) stub_ops.name = (__typeof__(stub_ops.name))addr_stub_##name;
 	ALL_OPS(X)
 #undef X
+	stub_ops.advise_mr = typed_advise_mr;
 	stub_ops.alloc_pd = typed_alloc_pd;
 	stub_ops.create_cq_ex = typed_create_cq_ex;
 	stub_ops.dealloc_pd = typed_dealloc_pd;
@@ -637,6 +651,9 @@ TEST_F(stub_ctx, dispatch)
 	struct ibv_cq cq = { .context = ctx };
 	struct ibv_wc wc;
 
+	EXPECT_CALLS(advise_mr,
+		     ibv_advise_mr(&pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0,
+				   NULL, 0));
 	EXPECT_CALLS(alloc_pd, ibv_alloc_pd(ctx));
 	EXPECT_CALLS(dealloc_pd, ibv_dealloc_pd(&pd));
 	EXPECT_CALLS(query_device_ex, ibv_query_device_ex(ctx, NULL, &dev_attr));
@@ -778,6 +795,13 @@ TEST(struct_layout)
 	EXPECT_EQ(sizeof(struct ibv_qp_ex) + 8, offsetof(struct verbs_qp, xrcd));
 	EXPECT_EQ(sizeof(struct ibv_cq_ex), sizeof(struct verbs_cq));
 
+	/* what ibv_cmd_alloc_dm() fills in, and the copies it leaves us */
+	EXPECT_EQ(32, sizeof(struct ibv_dm));
+	EXPECT_EQ(8, offsetof(struct ibv_dm, memcpy_to_dm));
+	EXPECT_EQ(16, offsetof(struct ibv_dm, memcpy_from_dm));
+	EXPECT_EQ(32, offsetof(struct verbs_dm, handle));
+	EXPECT_EQ(40, sizeof(struct verbs_dm));
+
 	/* what ibv_cmd_open_xrcd() and ibv_cmd_create_srq_ex() fill in */
 	EXPECT_EQ(8, sizeof(struct ibv_xrcd));
 	EXPECT_EQ(8, offsetof(struct verbs_xrcd, comp_mask));
@@ -819,6 +843,7 @@ TEST(verbs_qp_ex)
 	X(ibv_cmd_query_port) X(ibv_cmd_alloc_pd) X(ibv_cmd_dealloc_pd)	\
 	X(ibv_cmd_open_xrcd) X(ibv_cmd_close_xrcd)			\
 	X(ibv_cmd_reg_mr) X(ibv_cmd_rereg_mr) X(ibv_cmd_dereg_mr)	\
+	X(ibv_cmd_advise_mr)						\
 	X(ibv_cmd_query_context) X(ibv_cmd_query_mr)			\
 	X(ibv_cmd_alloc_mw) X(ibv_cmd_dealloc_mw)			\
 	X(ibv_cmd_create_cq) X(ibv_cmd_create_cq_ex)			\
@@ -829,7 +854,8 @@ TEST(verbs_qp_ex)
 	X(ibv_cmd_destroy_srq) X(ibv_cmd_create_qp)			\
 	X(ibv_cmd_create_qp_ex) X(ibv_cmd_open_qp) X(ibv_cmd_query_qp)	\
 	X(ibv_cmd_modify_qp) X(ibv_cmd_destroy_qp) X(ibv_cmd_post_send)	\
-	X(ibv_cmd_post_recv) X(ibv_cmd_create_ah) X(ibv_cmd_destroy_ah)
+	X(ibv_cmd_post_recv) X(ibv_cmd_create_ah) X(ibv_cmd_destroy_ah) \
+	X(ibv_cmd_alloc_dm) X(ibv_cmd_free_dm) X(ibv_cmd_reg_dm_mr)
 
 TEST(private_symbols)
 {

@@ -11,7 +11,9 @@
 # packet path either way, between messages that do not -- and the tests
 # of each opcode, and xrc_test's of XRC (every opcode, many packets, SRQ
 # numbers nobody has, of another domain or destroyed, rkeys and lkeys of
-# another PD than the SRQ's, numbers beyond 24 bits), run once with
+# another PD than the SRQ's, numbers beyond 24 bits), and dm_test's of
+# device memory MRs (SEND, WRITE, READ and atomics from and into them, a
+# WRITE beyond one), run once with
 # local_direct=1 and once with local_direct=0: each checks the exact
 # outcome (CQE status, opcode, byte_len, QP states, memory untouched), so
 # passing both ways shows the two paths end the same.  rc_test's
@@ -33,10 +35,12 @@ ATOMIC_TESTS="cas_success cas_failure faa_wrap misaligned misaligned_cas
 	atomic_write_bad_rkey flush flush_no_right"
 XRC_TESTS="send two_srqs rdma_atomic multi_packet unknown_srqn other_xrcd
 	other_pd recv_other_pd srqn_24_bits srq_destroyed"
+DM_TESTS="send write_read atomics write_beyond_mr"
 
 cd "$(dirname "$0")/.." || exit 1
-[ -x build/rc_test ] && [ -x build/atomic_test ] && [ -x build/xrc_test ] ||
-	skip_all "build/rc_test, build/atomic_test, build/xrc_test not built"
+[ -x build/rc_test ] && [ -x build/atomic_test ] && [ -x build/xrc_test ] &&
+	[ -x build/dm_test ] ||
+	skip_all "build/rc_test, atomic_test, xrc_test, dm_test not built"
 vrdma_load || exit 1
 [ -w $PARAM ] || skip_all "vrdma has no local_direct parameter"
 
@@ -59,6 +63,7 @@ for mode in 1 0; do
 	run_tests $mode rc_test "$RC_TESTS"
 	run_tests $mode atomic_test "$ATOMIC_TESTS"
 	run_tests $mode xrc_test "$XRC_TESTS"
+	run_tests $mode dm_test "$DM_TESTS"
 done
 echo 1 >$PARAM
 check_eq "local_direct is back on" "Y" "$(cat $PARAM)"

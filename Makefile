@@ -37,6 +37,13 @@ KVER := $(shell uname -r)
 endif
 KDIR ?= /lib/modules/$(KVER)/build
 export VRDMA_KVER := $(KVER)
+# What "make modules" says it builds for: KVER, or the release of a tree
+# named by KDIR= (the debug kernels of scripts/build-debug-kernel).
+ifeq ($(origin KDIR),file)
+BUILD_FOR := $(KVER)
+else
+BUILD_FOR := $(or $(shell cat $(KDIR)/include/config/kernel.release 2>/dev/null),$(KDIR))
+endif
 
 PROVIDER := userspace-provider
 SELFTESTS := selftests/vrdma
@@ -56,7 +63,7 @@ DKMS_SOURCES := Kbuild dkms.conf $(sort $(wildcard drivers/vrdma/*.[ch])) \
 all: modules provider
 
 modules:
-	@echo "vrdma: building for $(KVER) ($(KDIR))"
+	@echo "vrdma: building for $(BUILD_FOR) ($(KDIR))"
 	$(MAKE) -C $(KDIR) M=$(CURDIR) W=1 modules
 
 provider:

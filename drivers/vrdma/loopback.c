@@ -568,8 +568,13 @@ static bool vrdma_loopback_ready(struct vrdma_qp *qp, struct vrdma_qp *dqp)
 	if (dqp->destroyed || dqp->ibqp.qp_type != IB_QPT_RC ||
 	    dqp->attr.dest_qp_num != qp->ibqp.qp_num || dqp->mtu != qp->mtu)
 		return false;
-	/* ODP pages cannot be held mapped on both sides at once (odp.c). */
-	if (vrdma_pd_has_odp(qp->pd) || vrdma_pd_has_odp(dqp->pd))
+	/*
+	 * ODP pages cannot be held mapped on both sides at once (odp.c): no
+	 * PD whose MRs the message may reach may have any.  A receive WQE of
+	 * an SRQ is checked against the SRQ's PD (rq.c).
+	 */
+	if (vrdma_pd_has_odp(qp->pd) || vrdma_pd_has_odp(dqp->pd) ||
+	    (dqp->srq && vrdma_pd_has_odp(to_vpd(dqp->srq->ibsrq.pd))))
 		return false;
 	if (dqp->state != IB_QPS_RTR && dqp->state != IB_QPS_RTS &&
 	    dqp->state != IB_QPS_SQD)

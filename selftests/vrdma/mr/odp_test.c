@@ -1084,6 +1084,80 @@ TEST_F_TIMEOUT(odp, srq, 120)
 	EXPECT_EQ(0, ibv_destroy_srq(srq));
 }
 
+/*
+ * An SRQ in a PD of its own, with ODP memory, behind a QP whose PD has no
+ * ODP MR: a receive WQE is checked against its SRQ's PD, so the message
+ * must go as packets here too (the loopback path cannot hold ODP pages),
+ * and land.
+ */
+TEST_F_TIMEOUT(odp, srq_other_pd, 120)
+{
+	const size_t size = 3 * PAGE;
+	struct ibv_srq_init_attr sa = {
+		.attr = { .max_wr = 4, .max_sge = 1 },
+	};
+	struct rc_opts o = { .access = QP_ACCESS };
+	struct rc_pair *p = &self->e.p;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_send_wr wr;
+	struct rc_buf src, dst;
+	struct ibv_sge sge;
+	struct ibv_srq *srq;
+	struct ibv_pd *pd2;
+	struct ibv_wc wc;
+	uint8_t *img;
+
+	pd2 = ibv_alloc_pd(self->db->ctx);
+	ASSERT_NE(NULL, pd2);
+	srq = ibv_create_srq(pd2, &sa);
+	ASSERT_NE(NULL, srq) {
+		TH_LOG("ibv_create_srq: %s", strerror(errno));
+	}
+	memset(p, 0, sizeof(*p));
+	p->o = o;
+	rc_opts_default(&p->o, self->da);
+	rc_qp_create(_metadata, &p->a, self->da, &p->o);
+	p->o.srq = srq;
+	rc_qp_create(_metadata, &p->b, self->db, &p->o);
+	p->a.sq_psn = p->b.rq_psn = 0x10;
+	p->b.sq_psn = p->a.rq_psn = 0x20;
+	rc_qp_connect(_metadata, &p->a, &p->b, o.access);
+	rc_qp_connect(_metadata, &p->b, &p->a, o.access);
+
+	/* Pinned at the sender; ODP, never touched, in the SRQ's PD. */
+	fresh_buf(_metadata, &src, self->da->pd, size, PLAIN_ACCESS);
+	fresh_buf(_metadata, &dst, pd2, size, ODP_ACCESS);
+	sge.addr = (uintptr_t)dst.p + 7;
+	sge.length = size - 7;
+	sge.lkey = dst.mr->lkey;
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.wr_id = 0x700;
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	ASSERT_EQ(0, ibv_post_srq_recv(srq, &rwr, &rbad));
+
+	rc_fill(src.p, 5000, 77, 0);
+	wr_init(&wr, &sge, 0x701, IBV_WR_SEND, src.p, 5000, src.mr->lkey, 0,
+		0);
+	EXPECT_OK(post_wait(_metadata, &p->a, &wr, "SEND to the SRQ"),
+		  "SEND to the SRQ");
+	ASSERT_EQ(1, rc_poll(p->b.rcq, &wc, 1, RC_TIMEOUT_MS));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status) {
+		TH_LOG("SRQ receive: %s", ibv_wc_status_str(wc.status));
+	}
+	EXPECT_EQ(5000, wc.byte_len);
+	img = calloc(1, size);
+	ASSERT_NE(NULL, img);
+	rc_fill(img + 7, 5000, 77, 0);
+	EXPECT_SAME_BYTES(dst.p, img, size, "the SRQ's ODP buffer");
+	free(img);
+	rc_buf_free(&src);
+	rc_buf_free(&dst);
+	rc_pair_destroy(p);
+	EXPECT_EQ(0, ibv_destroy_srq(srq));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
 /* A UD QP in RTS on @d with Q_Key 0x11111111. */
 static struct ibv_qp *ud_qp(struct __test_metadata *_metadata,
 			    struct rc_dev *d, struct ibv_cq *cq)

@@ -19,8 +19,11 @@
 # fz3 (in vrdmafuzz, no address), is a way in for fuzz_wire's packets to
 # vrdmafz0's address that is not vrdmafz0's netdev.  fz1's address is a
 # /32 so that the subnet broadcasts fuzz_wire sends from here are not
-# taken by vrdmafz1.  Passes if both fuzzers pass and the kernel log shows
-# no report (the VM harness checks the console too).
+# taken by vrdmafz1.  Passes if both fuzzers pass, each reached on-demand
+# paging and device memory (every count of its "reached:" line above 0, so
+# that a change that stops the fuzzers getting there fails instead of
+# fuzzing less), and the kernel log shows no report (the VM harness checks
+# the console too).
 . "$(dirname "$0")/../lib/lib.sh"
 
 BUILD=$(dirname "$0")/../build
@@ -41,7 +44,9 @@ cleanup()
 vrdma_load || exit 1
 [ -x "$BUILD/fuzz_wire" ] || skip_all "fuzz_wire not built"
 cleanup
-trap cleanup EXIT
+# Each fuzzer's output, for reached().
+logs=$(mktemp -d)
+trap 'cleanup; rm -rf "$logs"' EXIT
 dmesg_before=$(dmesg | wc -l)
 ip netns add $NS && ip -batch - <<EOF && ip -n $NS -batch - <<EOF2 ||
 link add fz0 address 02:00:0a:db:00:01 type veth peer name fz1 address 02:00:0a:db:00:02 netns $NS
@@ -127,10 +132,23 @@ run_fuzzer()
 		kill "$wd" 2>/dev/null
 		wait "$wd" 2>/dev/null
 		exit "$rc"
-	} 2>&1 | sed -u 's/^/    /'
+	} 2>&1 | tee "$logs/$name" | sed -u 's/^/    /'
 	rc=${PIPESTATUS[0]}
 	[ "$rc" -eq 0 ] || echo "# $name failed (exit $rc): replay with VRDMA_FUZZ_SEED=$seed"
 	tap_result "$rc" "$name (seed $seed, $secs s)"
+	reached "$name"
+}
+
+# reached NAME: the fuzzer's last "# reached: what=N ..." line has no 0.
+reached()
+{
+	local line zero
+
+	line=$(grep '^# reached:' "$logs/$1" | tail -n 1)
+	zero=$(printf '%s\n' "${line#\# reached:}" | tr ' ' '\n' | grep '=0$' |
+		tr '\n' ' ')
+	[ -n "$line" ] || zero="no reached: line"
+	check_eq "$1 reached ODP and DM (every count above 0)" "" "$zero"
 }
 
 only=${VRDMA_FUZZ_ONLY:-}
@@ -144,6 +162,7 @@ echo "# rdma statistic after the run:"
 rdma statistic show link vrdmafz0/1 2>&1 | fold -w 100 | sed 's/^/#   /'
 
 cleanup
+rm -rf "$logs"
 trap - EXIT
 check "the devices go away cleanly" \
 	sh -c '! ls /sys/class/infiniband | grep -q vrdmafz'

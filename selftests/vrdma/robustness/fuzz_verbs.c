@@ -33,6 +33,32 @@
  * (CREATE_XSRQ, OPEN_QP, CREATE_QP of XRC types, OPEN_XRCD) with real,
  * stale and random handles, odd driver data and responses the kernel
  * cannot write.
+ *
+ * On-demand paging: ODP MRs in the MR pool, explicit over odd ranges (the
+ * pool's ODP memory with unmapped holes, read-only and inaccessible pages,
+ * unmapped and random addresses), implicit (NULL, SIZE_MAX) and near
+ * misses of it, random rights; rereg_mr switching MRs between ODP and
+ * pinned; advise_mr with random and real advice, flags, PDs and SGEs
+ * (ODP, pinned, DM, dead and random keys, ranges inside, across the end,
+ * huge); storms on the ODP memory (MADV_DONTNEED, munmap and mmap again,
+ * mprotect, mremap away and back, CPU writes, fork with the child writing)
+ * while the pool's QPs have SENDs, WRITEs, READs, atomics and receives on
+ * it posted.  Device memory: alloc_dm with random lengths, alignments and
+ * comp_mask, memcpy to and from it at random offsets, DM MRs with random
+ * offsets, lengths and rights (ZERO_BASED or not) in the MR pool, used by
+ * WRs, free while MRs of it exist (the kernel must refuse), import_dm by
+ * the handles of DMs, of other objects and random ones, and the driver's
+ * DM_QUERY method by raw RDMA_VERBS_IOCTL with garbage (handles of other
+ * types, attributes missing, repeated or unknown, outputs short, long or
+ * unwritable, wrong driver_id, object, method, header).  And a checked
+ * flow (op_odp_flow): an RC pair of its own moving data between ODP
+ * memory with a hole, an ODP buffer and a DM, with keys that grant the
+ * operation and keys that do not, while a thread storms the ODP memory
+ * (and forks: the child's copy must not change); every byte is checked
+ * afterwards.  The counts of all rounds, and the failed checks, go on the
+ * board (shared memory, so a SIGKILL loses none); main prints them on a
+ * "reached:" line, which fuzz.sh requires to hold no 0.
+ *
  * The round ends by exiting with every object still there (the kernel
  * cleans up), or by SIGKILL at a random moment.
  *
@@ -50,8 +76,13 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/rdma_user_ioctl.h>
 
 #include "fuzz_lib.h"
 /* The provider's own header: the rings are written behind its back. */
@@ -64,16 +95,43 @@
 #define BOARD		16
 #define XRCD_FILES	3	/* the files XRC domains are opened with */
 
+/* What a slot of the MR pool holds (p.mr_kind). */
+enum { MK_PINNED, MK_ODP, MK_IMPLICIT, MK_DM };
+
+/*
+ * The ODP and DM totals of every round, in shared memory (the board), so
+ * that a round killed mid-way loses none: main prints them as "reached:"
+ * for fuzz.sh, which fails the run if one stays 0.
+ */
+enum {
+	T_ODP_MR, T_ODP_IMPLICIT, T_ODP_HOLEY, T_ADVISE_OK, T_ADVISE_REFUSED,
+	T_REREG_ODP, T_STORM, T_FORK, T_ODP_POST, T_FLOW_OK, T_FLOW_ERR,
+	T_FLOW_HOLE, T_FLOW_DM, T_DM_ALLOC, T_DM_FREE, T_DM_BUSY, T_DM_COPY,
+	T_DM_MR, T_DM_IMPORT, T_DM_QUERY, T_DM_QUERY_REFUSED, T_NUM
+};
+
+static const char *const t_name[T_NUM] = {
+	"odp_mr", "odp_implicit", "odp_holey", "advise_ok", "advise_refused",
+	"rereg_odp_pinned", "odp_storm", "odp_fork", "odp_posts",
+	"flow_checked_ok", "flow_error_cqes", "flow_hole_refused",
+	"flow_dm_ok", "dm_alloc", "dm_free", "dm_free_busy", "dm_memcpy",
+	"dm_mr", "dm_import", "dm_query_ok", "dm_query_refused",
+};
+
 /*
  * The runners' bulletin board, shared by every process of the run (mapped
  * before the runners fork): the XRC target QP numbers and XRC SRQ numbers
  * the rounds made, so that a round of one runner opens the other's target
  * QPs in an XRC domain both opened through one file, and names the other's
- * SRQs in its initiators' work requests.
+ * SRQs in its initiators' work requests; and the ODP and DM totals and
+ * failed checks of every round.
  */
 struct board {
 	volatile uint32_t tgt_qpn[BOARD];
 	volatile uint32_t srqn[BOARD];
+	unsigned long tot[T_NUM];
+	unsigned long bad;
+	unsigned long bad_srq;	/* of them: granted SENDs by the SRQ pair */
 };
 
 static struct board *board;
@@ -92,6 +150,13 @@ struct pools {
 	struct ibv_ah *ah[POOL];
 	struct ibv_xrcd *xrcd[POOL];
 	uint8_t *mem;		/* MEM_PAGES pages, some not writable */
+	uint8_t *odp;		/* ODP_PAGES pages, some unmapped */
+	int mr_kind[POOL];	/* MK_*: what p.mr[i] is */
+	int mr_dm[POOL];	/* a DM MR's DM: its slot in p.dm, or -1 */
+	struct ibv_dm *dm[POOL];
+	size_t dm_len[POOL];
+	uint64_t max_dm;	/* max_dm_size */
+	uint32_t dead[8];	/* keys of MRs deregistered */
 	int gid_idx;
 	union ibv_gid gid;
 	struct ibv_device_attr attr;
@@ -100,6 +165,7 @@ struct pools {
 
 static struct pools p;
 static struct fz_rng rng;
+static uint64_t round_seed;
 static unsigned long ops;
 /* What got through, to see that the rounds reach the interesting states. */
 static struct {
@@ -1013,8 +1079,12 @@ static void op_mr(void)
 		return;
 	}
 	if (p.mr[i]) {
-		if (!ibv_dereg_mr(p.mr[i]))
+		uint32_t k = p.mr[i]->rkey;
+
+		if (!ibv_dereg_mr(p.mr[i])) {
 			p.mr[i] = NULL;
+			p.dead[fz_below(R, 8)] = k;
+		}
 		return;
 	}
 	switch (fz_below(R, 8)) {
@@ -1051,12 +1121,16 @@ static void op_mr(void)
 	}
 	if (!ANY(p.pd))
 		return;
+	flags = any_access();
 	if (fz_one_in(R, 3))
 		p.mr[i] = ibv_reg_mr_iova2(ANY(p.pd), addr, len,
 					   fz_one_in(R, 2) ? fz_u64(R) :
-					   (uintptr_t)addr, any_access());
+					   (uintptr_t)addr, flags);
 	else
-		p.mr[i] = ibv_reg_mr(ANY(p.pd), addr, len, any_access());
+		p.mr[i] = ibv_reg_mr(ANY(p.pd), addr, len, flags);
+	/* Random rights may hold ON_DEMAND. */
+	p.mr_kind[i] = flags & IBV_ACCESS_ON_DEMAND ? MK_ODP : MK_PINNED;
+	p.mr_dm[i] = -1;
 	got.mr += !!p.mr[i];
 }
 
@@ -1387,6 +1461,1446 @@ static void op_import(void)
 	ibv_unimport_pd(pd);
 }
 
+/* ---- on-demand paging and device memory -------------------------------- */
+
+/*
+ * The pool's ODP memory: ODP_PAGES pages at a fixed address far below
+ * where the kernel places mappings (top down), with pages ODP_HOLE1,
+ * ODP_HOLE2 and ODP_HOLE2 + 1 unmapped: a later mmap (a ring, malloc's)
+ * never falls into those holes, so they stay unmapped for the round.  The
+ * flow's memory (below) lies next to it.
+ */
+#define ODP_PAGES	32
+#define ODP_HOLE1	8
+#define ODP_HOLE2	20
+#define ODP_BASE	((uint8_t *)0x210000000000ull)
+#define FL_BASE		(ODP_BASE + (1 << 20))
+
+#define ODP_HOLES	(1ull << ODP_HOLE1 | 3ull << ODP_HOLE2)
+
+static int odp_hole(int pg)
+{
+	return !!(ODP_HOLES & (1ull << pg));
+}
+
+static struct ibv_dm *flow_dm;	/* the checked flow's (op_odp_flow) */
+
+static void tot(int t)
+{
+	__atomic_add_fetch(&board->tot[t], 1, __ATOMIC_RELAXED);
+}
+
+/* An oracle failed: counted on the board (a SIGKILL loses nothing). */
+static void odp_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int bad_srq;	/* the next odp_bad() is the SRQ pair's SEND */
+
+static void odp_bad(const char *fmt, ...)
+{
+	unsigned long n = __atomic_add_fetch(&board->bad, 1, __ATOMIC_RELAXED);
+	va_list ap;
+
+	/* The first few of each kind. */
+	if (bad_srq ? board->bad_srq <= 3 : n - board->bad_srq <= 10) {
+		printf("# round seed %#llx: ", (unsigned long long)round_seed);
+		va_start(ap, fmt);
+		vprintf(fmt, ap);
+		va_end(ap);
+		printf("\n");
+		fflush(stdout);
+	}
+}
+
+/* The pool's ODP memory, its holes unmapped. */
+static int odp_mem_setup(void)
+{
+	int pg;
+
+	p.odp = mmap(ODP_BASE, ODP_PAGES * PAGE, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p.odp != ODP_BASE)
+		return -1;
+	for (pg = 0; pg < ODP_PAGES; pg++)
+		if (odp_hole(pg))
+			munmap(p.odp + pg * PAGE, PAGE);
+		else
+			memset(p.odp + pg * PAGE, pg, PAGE);
+	return 0;
+}
+
+/* A slot's MR gone (deregistered by whoever): its kind forgotten. */
+static void mr_slot_set(int i, struct ibv_mr *mr, int kind, int dm)
+{
+	p.mr[i] = mr;
+	p.mr_kind[i] = kind;
+	p.mr_dm[i] = dm;
+}
+
+/* Keys that are no MR's any more: advise_mr and WRs try them. */
+static void dead_key(uint32_t k)
+{
+	p.dead[fz_below(R, 8)] = k;
+}
+
+static struct ibv_mr *any_mr_kind(int kind)
+{
+	int i, s = fz_below(R, POOL);
+
+	for (i = 0; i < POOL; i++)
+		if (p.mr[(s + i) % POOL] && p.mr_kind[(s + i) % POOL] == kind)
+			return p.mr[(s + i) % POOL];
+	return NULL;
+}
+
+/*
+ * An address and length for an ODP registration: in the pool's ODP memory
+ * (across its holes too), in the fuzzer's other memory (its PROT_NONE and
+ * read-only pages), somewhere unmapped, or anything.
+ */
+static void odp_range(uint8_t **addr, size_t *len)
+{
+	switch (fz_below(R, 6)) {
+	case 0: case 1: case 2:
+		*addr = p.odp + fz_below(R, ODP_PAGES * PAGE);
+		*len = 1 + fz_below(R, p.odp + ODP_PAGES * PAGE - *addr +
+				    (fz_one_in(R, 4) ? 2 * PAGE : 0));
+		break;
+	case 3:
+		*addr = p.mem + fz_below(R, MEM_PAGES * PAGE);
+		*len = 1 + fz_below(R, 8 * PAGE);
+		break;
+	case 4:	/* nothing mapped: ODP pins nothing, so it may work */
+		*addr = (uint8_t *)(uintptr_t)((fz_u64(R) & 0x7fffffffffffull) &
+					       ~0xfffull);
+		*len = 1 + fz_below(R, 64 * PAGE);
+		break;
+	default:
+		*addr = (uint8_t *)(uintptr_t)fz_u64(R);
+		*len = fz_one_in(R, 2) ? fz_interesting32(R) : fz_u64(R);
+	}
+}
+
+/*
+ * ODP MRs into the MR pool: explicit over odd ranges (holes, unmapped,
+ * read-only, PROT_NONE, anything), implicit (NULL, SIZE_MAX) and near
+ * misses of it, with random rights (remote ones too, now and then
+ * HUGETLB); or an MR of the pool switched between ODP and pinned by
+ * rereg_mr, with or without a new translation or PD.
+ */
+static void op_odp_mr(void)
+{
+	int i = SLOT(p.mr), acc = any_access() | IBV_ACCESS_ON_DEMAND;
+	struct ibv_pd *pd = ANY(p.pd);
+	uint8_t *addr;
+	size_t len;
+
+	if (fz_one_in(R, 8))
+		acc |= IBV_ACCESS_HUGETLB;
+	if (p.mr[i]) {
+		int flags = IBV_REREG_MR_CHANGE_ACCESS, kind = p.mr_kind[i];
+
+		if (kind == MK_DM || fz_one_in(R, 3)) {
+			uint32_t k = p.mr[i]->rkey;
+
+			if (!ibv_dereg_mr(p.mr[i])) {
+				dead_key(k);
+				mr_slot_set(i, NULL, 0, -1);
+			}
+			return;
+		}
+		/* ODP <-> pinned: the other way from what it is. */
+		if (kind != MK_PINNED)
+			acc &= ~IBV_ACCESS_ON_DEMAND;
+		odp_range(&addr, &len);
+		if (fz_one_in(R, 3))
+			flags |= IBV_REREG_MR_CHANGE_TRANSLATION;
+		if (fz_one_in(R, 4))
+			flags |= IBV_REREG_MR_CHANGE_PD;
+		if (!ibv_rereg_mr(p.mr[i], flags, pd, addr, len, acc)) {
+			tot(T_REREG_ODP);
+			p.mr_kind[i] = acc & IBV_ACCESS_ON_DEMAND ? MK_ODP :
+				       MK_PINNED;
+		}
+		return;
+	}
+	if (!pd)
+		return;
+	switch (fz_below(R, 8)) {
+	case 0: case 1:
+		mr_slot_set(i, ibv_reg_mr(pd, NULL, SIZE_MAX, acc),
+			    MK_IMPLICIT, -1);
+		if (p.mr[i])
+			tot(T_ODP_IMPLICIT);
+		return;
+	case 2:		/* implicit near misses: an address, an IOVA */
+		mr_slot_set(i, fz_one_in(R, 2) ?
+			    ibv_reg_mr_iova2(pd, NULL, SIZE_MAX, fz_u64(R),
+					     acc) :
+			    ibv_reg_mr(pd, p.odp + fz_below(R, PAGE),
+				       SIZE_MAX, acc), MK_IMPLICIT, -1);
+		return;
+	default:
+		odp_range(&addr, &len);
+		mr_slot_set(i, fz_one_in(R, 4) ?
+			    ibv_reg_mr_iova2(pd, addr, len, fz_u64(R), acc) :
+			    ibv_reg_mr(pd, addr, len, acc), MK_ODP, -1);
+		if (!p.mr[i])
+			return;
+		tot(T_ODP_MR);
+		if ((uint8_t *)addr < p.odp + ODP_PAGES * PAGE &&
+		    (uint8_t *)addr + len > p.odp + ODP_HOLE1 * PAGE)
+			tot(T_ODP_HOLEY);
+	}
+}
+
+/*
+ * An SGE for advise_mr or a WR: a range of an MR of the pool (an ODP one
+ * mostly; for an implicit MR the pool's ODP memory), a dead key, a random
+ * one; inside, across the end, huge.
+ */
+static void odp_sge(struct ibv_sge *sge)
+{
+	struct ibv_mr *mr = fz_below(R, 4) ? any_mr_kind(MK_ODP) : NULL;
+	uint64_t len;
+
+	if (!mr)
+		mr = fz_one_in(R, 2) ? any_mr_kind(MK_IMPLICIT) : ANY(p.mr);
+	sge->length = fz_one_in(R, 4) ? fz_interesting32(R) :
+		      1 + fz_below(R, 4 * PAGE);
+	if (!mr || fz_one_in(R, 8)) {
+		sge->lkey = fz_one_in(R, 2) ? p.dead[fz_below(R, 8)] :
+			    fz_interesting32(R);
+		sge->addr = (uintptr_t)p.odp + fz_below(R, ODP_PAGES * PAGE);
+		return;
+	}
+	sge->lkey = fz_one_in(R, 8) ? mr->rkey : mr->lkey;
+	if (mr->length == SIZE_MAX) {
+		sge->addr = (uintptr_t)p.odp + fz_below(R, ODP_PAGES * PAGE);
+		return;
+	}
+	len = mr->length;
+	sge->addr = (uintptr_t)mr->addr +
+		    (fz_one_in(R, 4) ? fz_below(R, len + 16) :
+		     len > sge->length ? fz_below(R, len - sge->length + 1) :
+					 0);
+}
+
+/*
+ * ibv_advise_mr(): random and real advice, flags, PDs, and 0 to 8 SGEs of
+ * ODP MRs (and others: pinned, DM, another PD's, dead, random keys).
+ */
+static void op_advise(void)
+{
+	struct ibv_pd *pd = ANY(p.pd);
+	struct ibv_sge sge[8];
+	uint32_t n = fz_below(R, 9), advice, flags, i;
+
+	if (!pd)
+		return;
+	for (i = 0; i < n; i++)
+		odp_sge(&sge[i]);
+	advice = fz_below(R, 4) ? fz_below(R, 3) : fz_interesting32(R);
+	flags = fz_below(R, 3) ? (fz_below(R, 2) ? IBV_ADVISE_MR_FLAG_FLUSH : 0)
+			       : fz_u32(R);
+	if (!ibv_advise_mr(pd, advice, flags, sge, n))
+		tot(T_ADVISE_OK);
+	else
+		tot(T_ADVISE_REFUSED);
+}
+
+/*
+ * What the storms do to a page range of ODP memory under the device:
+ * drop it, unmap it and map it again, make it read-only or inaccessible
+ * and back, move it away and back, write it from the CPU.  Each leaves the
+ * range mapped and writable again (the holes are never touched).
+ */
+/*
+ * Pages @pg to @pg + @n - 1 of @base (@npages pages; those in the bit mask
+ * @holes are left alone, and what lies beyond them).  The memory is at a
+ * fixed address nobody else maps near (ODP_BASE), so mapping it again with
+ * MAP_FIXED replaces nothing of anyone's.  @r: the generator (the storm
+ * thread has its own).
+ */
+static void storm_pages(struct fz_rng *r, uint8_t *base, int npages, int pg,
+			int n, uint64_t holes, uint8_t *scratch)
+{
+	uint8_t *a;
+	int k;
+
+	while (n > 0 && pg + n > npages)
+		n--;
+	for (k = 0; k < n; k++)
+		if (holes & (1ull << (pg + k)))
+			n = k;
+	if (n <= 0)
+		return;
+	a = base + pg * PAGE;
+	switch (fz_below(r, 6)) {
+	case 0:
+		madvise(a, n * PAGE, MADV_DONTNEED);
+		break;
+	case 1:
+		if (!munmap(a, n * PAGE)) {
+			usleep(fz_below(r, 300));
+			mmap(a, n * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+			     MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		}
+		break;
+	case 2:
+		mprotect(a, n * PAGE, fz_one_in(r, 2) ? PROT_READ : PROT_NONE);
+		usleep(fz_below(r, 300));
+		mprotect(a, n * PAGE, PROT_READ | PROT_WRITE);
+		break;
+	case 3:
+		/* Moved into the scratch reservation and back. */
+		if (scratch && n <= 4 &&
+		    mremap(a, n * PAGE, n * PAGE, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   scratch) == scratch) {
+			usleep(fz_below(r, 300));
+			mremap(scratch, n * PAGE, n * PAGE,
+			       MREMAP_MAYMOVE | MREMAP_FIXED, a);
+			mmap(scratch, 4 * PAGE, PROT_NONE, MAP_PRIVATE |
+			     MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		}
+		break;
+	default:
+		for (k = 0; k < n; k++)
+			a[k * PAGE + fz_below(r, PAGE)] = fz_u32(r);
+	}
+	tot(T_STORM);
+}
+
+/*
+ * A storm on the pool's ODP memory, with the pool's WRs (posted by
+ * op_post_send/op_odp_post, run by the QPs' tasks) on it, or a fork: the
+ * child writes to the memory and exits, the parent's next writes break
+ * copy on write under the device.
+ */
+static void op_odp_storm(void)
+{
+	int pg = fz_below(R, ODP_PAGES), n = 1 + fz_below(R, 4), k, st;
+	pid_t pid;
+
+	if (!fz_one_in(R, 8)) {
+		storm_pages(R, p.odp, ODP_PAGES, pg, n, ODP_HOLES, NULL);
+		return;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (!pid) {
+		for (k = 0; k < ODP_PAGES; k++)
+			if (!odp_hole(k))
+				p.odp[k * PAGE] = k;
+		_exit(0);
+	}
+	if (pid < 0)
+		return;
+	tot(T_FORK);
+	for (k = 0; k < ODP_PAGES; k += 3)
+		if (!odp_hole(k))
+			p.odp[k * PAGE + 1] = fz_u32(R);
+	fz_wait_child(pid, &st, 10);
+}
+
+/*
+ * A well formed WR (SEND, WRITE, READ, an atomic, or a receive) on a QP
+ * of the pool whose SGE and remote range are of the pool's ODP and DM MRs,
+ * so that the device goes through their pages while the storms and the
+ * other operations change them.
+ */
+static void op_odp_post(void)
+{
+	struct ibv_qp *qp = ANY(p.qp);
+	int rk = fz_one_in(R, 3) ? MK_DM : fz_one_in(R, 3) ? MK_IMPLICIT :
+		 MK_ODP;
+	struct ibv_mr *rmr = any_mr_kind(rk);
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *brw;
+	uint64_t ra;
+
+	if (!qp || qp->qp_type == IBV_QPT_UD ||
+	    qp->qp_type == IBV_QPT_XRC_RECV)
+		return;
+	odp_sge(&sge);
+	if (fz_one_in(R, 4) && any_mr_kind(MK_DM)) {
+		struct ibv_mr *dm = any_mr_kind(MK_DM);
+
+		sge.lkey = dm->lkey;
+		sge.addr = fz_below(R, dm->length + 8);
+		sge.length = fz_below(R, dm->length + 8);
+	}
+	if (fz_one_in(R, 4)) {
+		rwr.wr_id = fz_u64(R);
+		if (!(qp->srq ? ibv_post_srq_recv(qp->srq, &rwr, &brw) :
+				ibv_post_recv(qp, &rwr, &brw)))
+			tot(T_ODP_POST);
+		return;
+	}
+	if (!rmr || rk == MK_IMPLICIT)
+		ra = (uintptr_t)p.odp + fz_below(R, ODP_PAGES * PAGE);
+	else if (rk == MK_DM)	/* zero based */
+		ra = fz_below(R, rmr->length + 8);
+	else
+		ra = (uintptr_t)rmr->addr + fz_below(R, rmr->length + 8);
+	wr.wr_id = fz_u64(R);
+	wr.send_flags = fz_below(R, 4) ? IBV_SEND_SIGNALED : 0;
+	wr.opcode = (enum ibv_wr_opcode[]){ IBV_WR_SEND, IBV_WR_RDMA_WRITE,
+		IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
+		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD,
+		IBV_WR_ATOMIC_CMP_AND_SWP }[fz_below(R, 7)];
+	wr.wr.rdma.remote_addr = ra;
+	wr.wr.rdma.rkey = rmr ? rmr->rkey : p.dead[fz_below(R, 8)];
+	if (wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	    wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		sge.length = 8;
+		wr.wr.atomic.remote_addr = ra & ~7ull;
+		wr.wr.atomic.rkey = wr.wr.rdma.rkey;
+		wr.wr.atomic.compare_add = fz_u64(R);
+		wr.wr.atomic.swap = fz_u64(R);
+	}
+	wr.qp_type.xrc.remote_srqn = any_srqn();
+	if (!ibv_post_send(qp, &wr, &bad))
+		tot(T_ODP_POST);
+}
+
+/* ---- device memory ----------------------------------------------------- */
+
+/*
+ * alloc_dm with random lengths (0, small, odd, max_dm_size and one more,
+ * huge), alignments and comp_mask; or free one, with or without MRs of it
+ * (then the kernel must refuse: EBUSY, and the DM stays).
+ */
+static void op_dm(void)
+{
+	int i = SLOT(p.dm), k, busy = 0, err;
+	struct ibv_alloc_dm_attr a = { 0 };
+
+	/* Half the time the DM of a DM MR, if there is one. */
+	for (k = 0; k < POOL && fz_one_in(R, 2); k++)
+		if (p.mr[k] && p.mr_kind[k] == MK_DM && p.mr_dm[k] >= 0) {
+			i = p.mr_dm[k];
+			break;
+		}
+	if (p.dm[i]) {
+		for (k = 0; k < POOL; k++)
+			busy |= p.mr[k] && p.mr_kind[k] == MK_DM &&
+				p.mr_dm[k] == i;
+		err = ibv_free_dm(p.dm[i]);
+		if (!err) {
+			if (busy)
+				odp_bad("ibv_free_dm() freed a DM that MRs still use");
+			p.dm[i] = NULL;
+			for (k = 0; k < POOL; k++)
+				if (p.mr[k] && p.mr_kind[k] == MK_DM &&
+				    p.mr_dm[k] == i)
+					p.mr_dm[k] = -1;
+			tot(T_DM_FREE);
+		} else if (busy) {
+			tot(T_DM_BUSY);
+		}
+		return;
+	}
+	switch (fz_below(R, 8)) {
+	case 0:
+		a.length = fz_interesting32(R);
+		break;
+	case 1:
+		a.length = p.max_dm + fz_below(R, 3) - 1;
+		break;
+	case 2:
+		a.length = fz_one_in(R, 2) ? 0 : fz_u64(R);
+		break;
+	default:
+		a.length = 1 + fz_below(R, 3 * PAGE);
+	}
+	a.log_align_req = fz_below(R, 4) ? fz_below(R, 14) :
+			  fz_interesting32(R);
+	a.comp_mask = fz_one_in(R, 8) ? fz_u32(R) : 0;
+	p.dm[i] = ibv_alloc_dm(p.ctx, &a);
+	if (p.dm[i]) {
+		p.dm_len[i] = a.length;
+		tot(T_DM_ALLOC);
+	}
+}
+
+/* A slot of the DM pool that holds a DM, or -1. */
+static int any_dm(void)
+{
+	int i, s = fz_below(R, POOL);
+
+	for (i = 0; i < POOL; i++)
+		if (p.dm[(s + i) % POOL])
+			return (s + i) % POOL;
+	return -1;
+}
+
+/*
+ * memcpy to and from a DM at random offsets and lengths (aligned or not,
+ * inside, across the end, beyond); and a round trip through a part of the
+ * DM that no MR of the pool covers must come back as it went.
+ */
+static void op_dm_copy(void)
+{
+	int i = any_dm(), k, covered = 0;
+	uint8_t buf[2 * PAGE], back[2 * PAGE];
+	uint64_t off;
+	size_t len;
+
+	if (i < 0)
+		return;
+	off = fz_below(R, 4) ? fz_below(R, p.dm_len[i] + 1) & ~3ull :
+			       fz_interesting32(R);
+	len = fz_below(R, 4) ? fz_below(R, sizeof(buf) + 1) & ~3ull :
+			       fz_below(R, sizeof(buf) + 1);
+	/* Mostly a range that fits. */
+	if (fz_below(R, 4) && off < p.dm_len[i] && len > p.dm_len[i] - off)
+		len = (p.dm_len[i] - off) & ~3ull;
+	fz_bytes(R, buf, len);
+	for (k = 0; k < POOL; k++)
+		covered |= p.mr[k] && p.mr_kind[k] == MK_DM &&
+			   p.mr_dm[k] == i;
+	if (fz_one_in(R, 2)) {
+		if (!ibv_memcpy_from_dm(back, p.dm[i], off, len))
+			tot(T_DM_COPY);
+		return;
+	}
+	if (ibv_memcpy_to_dm(p.dm[i], off, buf, len))
+		return;
+	tot(T_DM_COPY);
+	if (!covered && !ibv_memcpy_from_dm(back, p.dm[i], off, len) &&
+	    memcmp(buf, back, len))
+		odp_bad("a DM gave back other bytes than were copied in (offset %llu, %zu bytes)",
+			(unsigned long long)off, len);
+}
+
+/*
+ * DM MRs into the MR pool: random offset, length and rights, with and
+ * without ZERO_BASED, of a DM of the pool, in any PD.
+ */
+static void op_dm_mr(void)
+{
+	int i = free_slot((void **)p.mr), d = any_dm(), acc = any_access();
+	struct ibv_pd *pd = ANY(p.pd);
+	uint64_t off;
+	size_t len;
+
+	if (i < 0 || d < 0 || !pd)
+		return;
+	if (fz_below(R, 4))
+		acc |= IBV_ACCESS_ZERO_BASED;
+	off = fz_below(R, 4) ? fz_below(R, p.dm_len[d] + 1) :
+			       fz_interesting32(R);
+	len = fz_below(R, 4) ? fz_below(R, p.dm_len[d] - (off < p.dm_len[d] ?
+							 off : 0) + 2) :
+			       fz_interesting32(R);
+	mr_slot_set(i, ibv_reg_dm_mr(pd, p.dm[d], off, len, acc), MK_DM, d);
+	if (p.mr[i])
+		tot(T_DM_MR);
+}
+
+/*
+ * ibv_import_dm() on the imported context: by the handle of a DM, a
+ * freed DM's, of other objects (PD, MR, CQ, QP), or random.  Only a DM's
+ * may work, and then its memory is the DM's.
+ */
+static void op_dm_import(void)
+{
+	struct ibv_dm *dm = ANY(p.dm), *im;
+	struct ibv_pd *pd = ANY(p.pd);
+	struct ibv_mr *mr = ANY(p.mr);
+	struct ibv_cq *cq = ANY(p.cq);
+	struct ibv_qp *qp = ANY(p.qp);
+	uint32_t h;
+	int real = 0;
+
+	if (!p.ictx) {
+		op_import();	/* makes the imported context */
+		return;
+	}
+	switch (fz_below(R, 8)) {
+	case 0: case 1: case 2:
+		if (!dm)
+			return;
+		h = dm->handle;
+		real = 1;
+		break;
+	case 3:
+		if (!pd)
+			return;
+		h = pd->handle;
+		break;
+	case 4:
+		if (!mr)
+			return;
+		h = mr->handle;
+		break;
+	case 5:
+		if (!cq)
+			return;
+		h = cq->handle;
+		break;
+	case 6:
+		if (!qp)
+			return;
+		h = qp->handle;
+		break;
+	default:
+		h = fz_interesting32(R);
+	}
+	im = ibv_import_dm(p.ictx, h);
+	if (!im)
+		return;
+	/*
+	 * uverbs' handles are one space for every type: a random one may be
+	 * a DM's (the flow's too), another object's never.
+	 */
+	if (!real) {
+		int k;
+
+		for (k = 0; k < POOL; k++)
+			real |= p.dm[k] && p.dm[k]->handle == h;
+		real |= flow_dm && flow_dm->handle == h;
+		if (!real)
+			odp_bad("ibv_import_dm() took handle %u, which is no DM's",
+				h);
+	}
+	tot(T_DM_IMPORT);
+	ibv_unimport_dm(im);
+}
+
+/*
+ * VRDMA_IB_METHOD_DM_QUERY by raw RDMA_VERBS_IOCTL, with garbage: handles
+ * of a DM, other objects or random; attributes missing, repeated,
+ * unknown, with odd flags; outputs short, long, read-only, unmapped;
+ * wrong driver_id, object, method, header length.  A well formed query of
+ * a DM of the pool must answer its length.
+ */
+static void op_dm_query(void)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[5];
+	} cmd;
+	uint64_t out[4] = { 0, 0, 0, 0 };
+	int i = any_dm(), k, n, good = fz_one_in(R, 3);
+	struct ibv_pd *pd = ANY(p.pd);
+	struct ibv_cq *cq = ANY(p.cq);
+	uint32_t h;
+
+	memset(&cmd, 0, sizeof(cmd));
+	i = i < 0 ? 0 : i;
+	h = p.dm[i] && fz_below(R, 3) ? p.dm[i]->handle :
+	    fz_one_in(R, 3) && pd ? pd->handle :
+	    fz_one_in(R, 2) && cq ? cq->handle : fz_interesting32(R);
+	cmd.hdr.object_id = UVERBS_OBJECT_DM;
+	cmd.hdr.method_id = VRDMA_IB_METHOD_DM_QUERY;
+	cmd.hdr.driver_id = RDMA_DRIVER_UNKNOWN;
+	cmd.attrs[0].attr_id = VRDMA_IB_ATTR_DM_QUERY_HANDLE;
+	cmd.attrs[0].flags = UVERBS_ATTR_F_MANDATORY;
+	cmd.attrs[0].data = h;
+	cmd.attrs[1].attr_id = VRDMA_IB_ATTR_DM_QUERY_MMAP_OFFSET;
+	cmd.attrs[1].flags = UVERBS_ATTR_F_MANDATORY;
+	cmd.attrs[1].len = 8;
+	cmd.attrs[1].data = (uintptr_t)&out[0];
+	cmd.attrs[2].attr_id = VRDMA_IB_ATTR_DM_QUERY_LENGTH;
+	cmd.attrs[2].flags = UVERBS_ATTR_F_MANDATORY;
+	cmd.attrs[2].len = 8;
+	cmd.attrs[2].data = (uintptr_t)&out[1];
+	n = 3;
+	if (!good) {
+		switch (fz_below(R, 10)) {
+		case 0:		/* an attribute missing, or none */
+			n = fz_below(R, 3);
+			k = fz_below(R, 3);
+			if (n && k < n)
+				cmd.attrs[k] = cmd.attrs[n];
+			break;
+		case 1:		/* repeated, or unknown */
+			n = 4 + fz_below(R, 2);
+			cmd.attrs[3] = cmd.attrs[fz_below(R, 3)];
+			cmd.attrs[4].attr_id =
+				fz_one_in(R, 2) ? fz_u32(R) & 0xffff :
+				VRDMA_IB_ATTR_DM_QUERY_LENGTH + 1;
+			cmd.attrs[4].len = fz_below(R, 16);
+			cmd.attrs[4].data = (uintptr_t)&out[2];
+			break;
+		case 2:		/* outputs of odd sizes */
+			k = 1 + fz_below(R, 2);
+			cmd.attrs[k].len = fz_one_in(R, 2) ? fz_below(R, 8) :
+					   fz_u32(R) & 0xffff;
+			break;
+		case 3:		/* outputs nobody may write */
+			k = 1 + fz_below(R, 2);
+			cmd.attrs[k].data = fz_one_in(R, 3) ? 0 :
+				fz_one_in(R, 2) ?
+				(uintptr_t)p.mem + 20 * PAGE +
+				8 * fz_below(R, 8) :
+				(uintptr_t)p.mem + 10 * PAGE + fz_below(R, 64);
+			break;
+		case 4:
+			cmd.hdr.driver_id = fz_one_in(R, 2) ? fz_below(R, 32) :
+					    fz_u32(R);
+			break;
+		case 5:
+			cmd.hdr.object_id = fz_below(R, 24);
+			cmd.hdr.method_id = fz_one_in(R, 2) ?
+				VRDMA_IB_METHOD_DM_QUERY + fz_below(R, 3) - 1 :
+				fz_u32(R) & 0xffff;
+			break;
+		case 6:
+			k = fz_below(R, 3);
+			cmd.attrs[k].flags = fz_u32(R) & 0xffff;
+			cmd.attrs[k].attr_data.reserved = fz_u32(R);
+			break;
+		case 7:
+			cmd.hdr.reserved1 = fz_u32(R);
+			cmd.hdr.reserved2 = fz_u32(R);
+			break;
+		case 8:		/* the handle attribute as a pointer */
+			cmd.attrs[0].len = 8;
+			cmd.attrs[0].data = (uintptr_t)&out[3];
+			break;
+		default:
+			fz_bytes(R, &cmd.attrs[fz_below(R, 3)],
+				 sizeof(cmd.attrs[0]));
+		}
+	}
+	cmd.hdr.num_attrs = n;
+	cmd.hdr.length = sizeof(cmd.hdr) + n * sizeof(cmd.attrs[0]);
+	if (!good && fz_one_in(R, 8))
+		cmd.hdr.length = fz_u32(R) & 0xffff;
+	if (ioctl(p.ctx->cmd_fd, RDMA_VERBS_IOCTL, &cmd)) {
+		tot(T_DM_QUERY_REFUSED);
+		return;
+	}
+	tot(T_DM_QUERY);
+	if (good && p.dm[i] && h == p.dm[i]->handle && out[1] != p.dm_len[i])
+		odp_bad("DM_QUERY of a DM of %zu bytes answered %llu",
+			p.dm_len[i], (unsigned long long)out[1]);
+}
+
+/* ---- the checked flow: ODP and DM memory under a storm ---------------- */
+
+/*
+ * A requester A and a responder B of its own (RC, in a PD of its own with
+ * ODP MRs: never the loopback path, never the softirq), outside the pools
+ * so that no random operation uses their keys.  Remote memory: T, FL_PAGES
+ * pages of ODP memory at a fixed address with page FL_HOLE never mapped,
+ * and the first half of a DM (M); local memory: an ODP buffer (S) and the
+ * DM's second half.  Each operation (WRITE, READ, SEND into a receive of
+ * B, an atomic) goes with a key that grants it (T's ODP MR, an implicit
+ * ODP MR, the DM's MR) or not (T's read-only ODP MR, another PD's ODP or
+ * DM MR, a deregistered MR's), B's rights drawn at each connection, while
+ * a thread storms T: drops, unmaps, protects, moves, writes pages, forks
+ * (the child checks that its copy does not change).  After each, with the
+ * storm over, every byte is checked against what the flow knows it holds:
+ * a success placed exactly the source's bytes, a refusal changed nothing,
+ * an error may have changed only the operation's own range, nothing
+ * outside it changed at all, and no operation across the hole succeeded.
+ * Pages the storm touched are taken as they are.
+ */
+#define FL_PAGES	16
+#define FL_HOLE		9
+#define FL_LEN		(64 << 10)	/* S, and the DM's MR */
+#define FL_DMOFF	256		/* the DM MR's start in the DM */
+#define FL_DMLEN	(FL_LEN + FL_DMOFF)
+
+enum { K_T, K_IMPLICIT, K_DM, K_T_RO, K_T_OTHER, K_DM_OTHER, K_DEAD };
+enum { W_T, W_S, W_M };
+
+static struct {
+	int ready, broken, connected, b_acc;
+	struct ibv_pd *pd, *pd2;
+	struct ibv_cq *cq;
+	struct ibv_qp *a, *b;
+	uint8_t *t, *ts;		/* T and what it holds */
+	uint8_t *s, *ss;		/* S ... */
+	uint8_t *m, *ms;		/* the DM's bytes as read, and ... */
+	uint8_t *snap;			/* the fork child's copy of T */
+	uint8_t *scratch;		/* where a storm moves pages to */
+	struct ibv_dm *dm;
+	struct ibv_mr *tmr, *tro, *timp, *tother, *smr, *dmr, *dother;
+	int s_odp;			/* S's MR is ODP (else pinned) */
+	uint32_t dead;
+	/*
+	 * A second pair in a PD without ODP MRs (so the loopback path may
+	 * carry its messages), whose responder C takes its receives from an
+	 * SRQ in the ODP PD: D SENDs from a pinned buffer into T or M.
+	 */
+	struct ibv_pd *pdc;
+	struct ibv_srq *srq;
+	struct ibv_qp *c, *d;
+	uint8_t *dbuf;
+	struct ibv_mr *dbmr;
+	int cd_connected;
+	int touched[FL_PAGES];	/* by this operation's storm (joined) */
+	int storm_n;
+} of;
+
+static void *fl_mem(int w)
+{
+	return w == W_T ? of.t : w == W_S ? of.s : of.m + FL_DMOFF;
+}
+
+static uint8_t *fl_sh(int w)
+{
+	return w == W_T ? of.ts : w == W_S ? of.ss : of.ms + FL_DMOFF;
+}
+
+static int fl_t_page_unknown(size_t off)
+{
+	return of.touched[off / PAGE];
+}
+
+/* The flow's QPs, new (the old ones destroyed: nothing in flight). */
+static int flow_new_qps(void)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = of.cq, .recv_cq = of.cq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+
+	if (of.a)
+		ibv_destroy_qp(of.a);
+	if (of.b)
+		ibv_destroy_qp(of.b);
+	of.a = ibv_create_qp(of.pd, &qa);
+	of.b = ibv_create_qp(of.pd, &qa);
+	of.connected = 0;
+	if (of.a && of.b)
+		return 0;
+	of.broken = 1;
+	of.ready = 0;
+	return -1;
+}
+
+/* The SRQ pair, new: its SRQ may hold a receive a failure left. */
+static void flow_new_srq_pair(void)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = of.cq, .recv_cq = of.cq,
+		.cap = { .max_send_wr = 8, .max_send_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+	};
+
+	if (of.c)
+		ibv_destroy_qp(of.c);
+	if (of.d)
+		ibv_destroy_qp(of.d);
+	if (of.srq)
+		ibv_destroy_srq(of.srq);
+	of.c = of.d = NULL;
+	of.cd_connected = 0;
+	of.srq = ibv_create_srq(of.pd, &(struct ibv_srq_init_attr){
+		.attr = { .max_wr = 8, .max_sge = 1 } });
+	if (!of.srq)
+		return;
+	qa.srq = of.srq;
+	of.c = ibv_create_qp(of.pdc, &qa);
+	qa.srq = NULL;
+	qa.cap.max_recv_wr = 8;
+	qa.cap.max_recv_sge = 1;
+	of.d = ibv_create_qp(of.pdc, &qa);
+	if (!of.c || !of.d) {
+		if (of.c)
+			ibv_destroy_qp(of.c);
+		if (of.d)
+			ibv_destroy_qp(of.d);
+		of.c = of.d = NULL;
+	}
+}
+
+static void flow_connect_cd(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	uint32_t psn = fz_u32(R) & 0xffffff;
+
+	ibv_modify_qp(of.c, &a, IBV_QP_STATE);
+	ibv_modify_qp(of.d, &a, IBV_QP_STATE);
+	of.cd_connected =
+		!fz_connect(of.c, p.gid_idx, p.mtu, of.d->qp_num, &p.gid,
+			    psn, psn, 16, 7) &&
+		!fz_connect(of.d, p.gid_idx, p.mtu, of.c->qp_num, &p.gid,
+			    psn, psn, 16, 7);
+}
+
+static int flow_init(void)
+{
+	int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	struct ibv_mr *dead;
+	int pg;
+
+	if (of.broken)
+		return -1;
+	of.broken = 1;		/* until all is there */
+	of.t = mmap(FL_BASE, FL_PAGES * PAGE, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	of.scratch = mmap(FL_BASE + (1 << 20), 4 * PAGE, PROT_NONE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			  -1, 0);
+	of.s = mmap(NULL, FL_LEN, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	of.ts = malloc(FL_PAGES * PAGE);
+	of.ss = malloc(FL_LEN);
+	of.m = malloc(FL_DMLEN);
+	of.ms = malloc(FL_DMLEN);
+	of.snap = malloc(FL_PAGES * PAGE);
+	if (of.t != FL_BASE || of.s == MAP_FAILED || !of.ts || !of.ss ||
+	    !of.m || !of.ms || !of.snap)
+		return -1;
+	if (of.scratch != FL_BASE + (1 << 20))
+		of.scratch = NULL;
+	munmap(of.t + FL_HOLE * PAGE, PAGE);
+	for (pg = 0; pg < FL_PAGES; pg++)
+		if (pg != FL_HOLE)
+			fz_bytes(R, of.t + pg * PAGE, PAGE);
+	memcpy(of.ts, of.t, FL_HOLE * PAGE);
+	memcpy(of.ts + (FL_HOLE + 1) * PAGE, of.t + (FL_HOLE + 1) * PAGE,
+	       (FL_PAGES - FL_HOLE - 1) * PAGE);
+	fz_bytes(R, of.s, FL_LEN);
+	memcpy(of.ss, of.s, FL_LEN);
+	fz_bytes(R, of.ms, FL_DMLEN);
+
+	of.pd = ibv_alloc_pd(p.ctx);
+	of.pd2 = ibv_alloc_pd(p.ctx);
+	of.cq = ibv_create_cq(p.ctx, 64, NULL, NULL, 0);
+	of.dm = ibv_alloc_dm(p.ctx, &(struct ibv_alloc_dm_attr){
+		.length = FL_DMLEN });
+	if (!of.pd || !of.pd2 || !of.cq || !of.dm ||
+	    ibv_memcpy_to_dm(of.dm, 0, of.ms, FL_DMLEN))
+		return -1;
+	of.tmr = ibv_reg_mr(of.pd, of.t, FL_PAGES * PAGE,
+			    all | IBV_ACCESS_ON_DEMAND);
+	of.tro = ibv_reg_mr(of.pd, of.t, FL_PAGES * PAGE,
+			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND);
+	of.timp = ibv_reg_mr(of.pd, NULL, SIZE_MAX, all | IBV_ACCESS_ON_DEMAND);
+	of.tother = ibv_reg_mr(of.pd2, of.t, FL_PAGES * PAGE,
+			       all | IBV_ACCESS_ON_DEMAND);
+	of.smr = ibv_reg_mr(of.pd, of.s, FL_LEN,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	of.s_odp = 1;
+	of.dmr = ibv_reg_dm_mr(of.pd, of.dm, FL_DMOFF, FL_LEN,
+			       all | IBV_ACCESS_ZERO_BASED);
+	of.dother = ibv_reg_dm_mr(of.pd2, of.dm, FL_DMOFF, FL_LEN,
+				  all | IBV_ACCESS_ZERO_BASED);
+	dead = ibv_reg_mr(of.pd, of.t, FL_PAGES * PAGE,
+			  all | IBV_ACCESS_ON_DEMAND);
+	if (!of.tmr || !of.tro || !of.timp || !of.tother || !of.smr ||
+	    !of.dmr || !of.dother || !dead)
+		return -1;
+	of.dead = dead->rkey;
+	ibv_dereg_mr(dead);
+	flow_dm = of.dm;
+	of.pdc = ibv_alloc_pd(p.ctx);
+	of.dbuf = malloc(FL_LEN);
+	of.dbmr = of.pdc && of.dbuf ? ibv_reg_mr(of.pdc, of.dbuf, FL_LEN,
+						 IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (of.dbmr)
+		flow_new_srq_pair();
+	if (flow_new_qps())
+		return -1;
+	of.broken = 0;
+	of.ready = 1;
+	return 0;
+}
+
+/* Both QPs from RESET to RTS towards each other; B's rights drawn anew. */
+static void flow_connect(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	uint32_t psn = fz_u32(R) & 0xffffff;
+	struct ibv_wc wc[8];
+
+	ibv_modify_qp(of.a, &a, IBV_QP_STATE);
+	ibv_modify_qp(of.b, &a, IBV_QP_STATE);
+	while (ibv_poll_cq(of.cq, 8, wc) > 0)
+		;
+	of.b_acc = fz_below(R, 4) ? IBV_ACCESS_REMOTE_WRITE |
+		   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC :
+		   (int)(fz_u32(R) & (IBV_ACCESS_REMOTE_WRITE |
+				      IBV_ACCESS_REMOTE_READ |
+				      IBV_ACCESS_REMOTE_ATOMIC));
+	of.connected =
+		!fz_connect_access(of.a, p.gid_idx, p.mtu, of.b->qp_num,
+				   &p.gid, psn, psn, 16, 7, 0) &&
+		!fz_connect_access(of.b, p.gid_idx, p.mtu, of.a->qp_num,
+				   &p.gid, psn, psn, 16, 7, of.b_acc);
+}
+
+/* The storm thread: @n storms on T while the operation runs. */
+static void *flow_storm(void *arg)
+{
+	struct fz_rng *r = arg;
+	int k, pg, n, st;
+	pid_t pid;
+
+	for (k = 0; k < of.storm_n; k++) {
+		pg = fz_below(r, FL_PAGES);
+		n = 1 + fz_below(r, 3);
+		if (pg + n > FL_PAGES)
+			n = FL_PAGES - pg;
+		if (pg <= FL_HOLE && pg + n > FL_HOLE)
+			n = FL_HOLE - pg;
+		if (n <= 0)
+			continue;
+		if (fz_below(r, 6)) {
+			int j;
+
+			storm_pages(r, of.t, FL_PAGES, pg, n, 1ull << FL_HOLE,
+				    of.scratch);
+			for (j = pg; j < pg + n; j++)
+				of.touched[j] = 1;
+			usleep(fz_below(r, 500));
+			continue;
+		}
+		/*
+		 * A fork: the child's copy of T must stay as it was at the
+		 * fork, whatever the device writes into the parent's from now
+		 * on (after copy on write, into pages of the parent's own).
+		 */
+		pid = fork();
+		if (!pid) {
+			int j, bad = 0;
+
+			memcpy(of.snap, of.t, FL_HOLE * PAGE);
+			usleep(20000);
+			for (j = 0; j < FL_HOLE * PAGE; j++)
+				bad |= of.snap[j] != of.t[j];
+			_exit(bad ? 7 : 0);
+		}
+		if (pid < 0)
+			continue;
+		tot(T_FORK);
+		if (!fz_wait_child(pid, &st, 10) && WIFEXITED(st) &&
+		    WEXITSTATUS(st) == 7)
+			odp_bad("after fork(), the device wrote into the child's copy of ODP memory");
+	}
+	return NULL;
+}
+
+/*
+ * Check one region of the flow against what it must hold: unchanged but
+ * where @lo..@hi (bytes of the operation's own range, @exp what it must
+ * hold there or NULL: anything) lies; T's pages the storm touched taken as
+ * they are.  Returns the bytes wrong; the region's shadow is what it holds.
+ */
+static long fl_check(int w, size_t size, size_t lo, size_t hi,
+		     const uint8_t *exp, const char *what)
+{
+	uint8_t *mem = fl_mem(w), *sh = fl_sh(w);
+	long bad = 0;
+	size_t j;
+
+	for (j = 0; j < size; j++) {
+		if (w == W_T && j / PAGE == FL_HOLE) {
+			j += PAGE - 1;
+			continue;
+		}
+		if (w == W_T && fl_t_page_unknown(j)) {
+			sh[j] = mem[j];
+			continue;
+		}
+		if (j >= lo && j < hi) {
+			if (exp && exp[j - lo] != mem[j] && !bad++)
+				odp_bad("%s: %s byte %zu is %#x, not %#x",
+					what, w == W_T ? "ODP" : w == W_S ?
+					"local" : "DM", j, mem[j],
+					exp[j - lo]);
+			sh[j] = mem[j];
+			continue;
+		}
+		if (mem[j] != sh[j] && !bad++)
+			odp_bad("%s: %s byte %zu outside the operation's range changed: %#x, was %#x",
+				what, w == W_T ? "ODP" : w == W_S ? "local" :
+				"DM", j, mem[j], sh[j]);
+		sh[j] = mem[j];
+	}
+	return bad;
+}
+
+/*
+ * advise_mr on the flow's MRs, storm over: a prefetch of a mapped range of
+ * T's ODP MR, synchronous, must work; of T's range across the hole must
+ * not (the fault fails); a pinned MR's, another PD's ODP MR's or a dead
+ * key must be refused.
+ */
+static void flow_advise(void)
+{
+	uint32_t off = fz_below(R, FL_HOLE * PAGE - 8), len;
+	struct ibv_sge sge;
+	int kind = fz_below(R, 5), ret;
+
+	len = 1 + fz_below(R, FL_HOLE * PAGE - off);
+	sge.addr = (uintptr_t)of.t + off;
+	sge.length = len;
+	sge.lkey = of.tmr->lkey;
+	switch (kind) {
+	case 1:
+		sge.addr = (uintptr_t)of.t + FL_HOLE * PAGE - 8;
+		sge.length = 16;
+		break;
+	case 2:
+		if (of.s_odp)
+			kind = 0;
+		sge.addr = (uintptr_t)of.s;
+		sge.lkey = of.smr->lkey;
+		break;
+	case 3:
+		sge.lkey = of.tother->lkey;
+		break;
+	case 4:
+		sge.lkey = of.dead;
+		break;
+	}
+	ret = ibv_advise_mr(of.pd, fz_one_in(R, 2) ?
+			    IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE :
+			    IBV_ADVISE_MR_ADVICE_PREFETCH,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+	tot(ret ? T_ADVISE_REFUSED : T_ADVISE_OK);
+	if (!kind && ret)
+		odp_bad("advise_mr of mapped memory of an ODP MR failed: %s",
+			strerror(ret));
+	if (kind && !ret)
+		odp_bad("advise_mr of %s succeeded", kind == 1 ?
+			"a range across unmapped memory" : kind == 2 ?
+			"a pinned MR" : kind == 3 ? "another PD's MR" :
+			"a deregistered MR");
+}
+
+/* S's MR switched between ODP and pinned (rereg_mr), or made again. */
+static void flow_rereg_s(void)
+{
+	int acc = IBV_ACCESS_LOCAL_WRITE |
+		  (of.s_odp ? 0 : IBV_ACCESS_ON_DEMAND);
+
+	if (!ibv_rereg_mr(of.smr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			  acc)) {
+		of.s_odp = !of.s_odp;
+		tot(T_REREG_ODP);
+		return;
+	}
+	ibv_dereg_mr(of.smr);
+	of.smr = ibv_reg_mr(of.pd, of.s, FL_LEN, acc);
+	of.s_odp = !of.s_odp;
+	if (!of.smr) {
+		of.broken = 1;
+		of.ready = 0;
+	}
+}
+
+/*
+ * Poll for @a's completion (and @b's receive for a SEND) within @ms.
+ * Returns 1 once they are there, or after an error completion of either
+ * and up to half a second for the other (which may never come), 0 if time
+ * ran out first.
+ */
+static int flow_wait(struct ibv_qp *a, struct ibv_qp *b, int send,
+		     struct ibv_wc *wa, struct ibv_wc *wb, int ms)
+{
+	double end = fz_now() + ms / 1e3;
+	int have_a = 0, have_b = !send, err = 0;
+	struct ibv_wc wc;
+
+	while ((!have_a || !have_b) && fz_now() < end) {
+		if (ibv_poll_cq(of.cq, 1, &wc) <= 0) {
+			usleep(100);
+			continue;
+		}
+		if (wc.qp_num == a->qp_num && !have_a) {
+			*wa = wc;
+			have_a = 1;
+		} else if (wc.qp_num == b->qp_num && !have_b) {
+			*wb = wc;
+			have_b = 1;
+		} else {
+			continue;
+		}
+		if (wc.status != IBV_WC_SUCCESS && !err) {
+			err = 1;
+			if (end > fz_now() + 0.5)
+				end = fz_now() + 0.5;
+		}
+	}
+	return err || (have_a && have_b);
+}
+
+/* A status that says the transport gave up (a loaded host), no more. */
+static int transport_gave_up(enum ibv_wc_status st)
+{
+	return st == IBV_WC_RETRY_EXC_ERR || st == IBV_WC_RNR_RETRY_EXC_ERR ||
+	       st == IBV_WC_WR_FLUSH_ERR;
+}
+
+static void op_odp_flow(void)
+{
+	/* 1 write, 2 read, 4 atomic */
+	static const int rights[K_DEAD + 1] = {
+		[K_T] = 7, [K_IMPLICIT] = 7, [K_DM] = 7, [K_T_RO] = 2,
+	};
+	static const char *const op_name[] = {
+		"WRITE", "READ", "SEND", "FETCH_ADD", "CMP_SWP",
+	};
+	static const char *const key_name[] = {
+		"the ODP MR's", "the implicit MR's", "the DM MR's",
+		"the read-only ODP MR's", "another PD's ODP MR's",
+		"another PD's DM MR's", "a dead",
+	};
+	int op = fz_below(R, 5), key = fz_below(R, 10), send, atomic, pg;
+	int remote, local, granted, ok, hole, done, need, slow, known = 1;
+	int via_srq;
+	struct ibv_qp *qa, *qb;
+	enum ibv_wc_status why;
+	uint8_t src[16 << 10], e[8];
+	uint32_t len, rkey, rlkey;
+	size_t roff, loff, rsize, j;
+	struct ibv_sge sge, rs;
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_recv_wr rwr = { .sg_list = &rs, .num_sge = 1 }, *brw;
+	struct ibv_wc wa = { .status = IBV_WC_GENERAL_ERR }, wb = wa;
+	struct fz_rng storm_rng;
+	uint64_t old = 0, cmp = 0, add = 0, nw;
+	pthread_t th;
+	long wrong = 0;
+	char what[256];
+
+	if (!of.ready && flow_init())
+		return;
+	if (!of.connected || fz_qp_state(of.a) != IBV_QPS_RTS ||
+	    fz_qp_state(of.b) != IBV_QPS_RTS)
+		flow_connect();
+	if (!of.connected)
+		return;
+	if (fz_one_in(R, 8)) {
+		flow_advise();
+		return;
+	}
+	if (fz_one_in(R, 32)) {
+		flow_rereg_s();
+		return;
+	}
+	/* op: 0 WRITE, 1 READ, 2 SEND, 3 FETCH_ADD, 4 CMP_SWP */
+	send = op == 2;
+	atomic = op >= 3;
+	/* A third of the SENDs go by the SRQ pair, from its pinned buffer. */
+	via_srq = send && of.c && fz_one_in(R, 3);
+	if (via_srq && (!of.cd_connected || fz_qp_state(of.c) != IBV_QPS_RTS ||
+			fz_qp_state(of.d) != IBV_QPS_RTS))
+		flow_connect_cd();
+	if (via_srq && !of.cd_connected)
+		return;
+	qa = via_srq ? of.d : of.a;
+	qb = via_srq ? of.c : of.b;
+	key = key < 4 ? K_T : key < 5 ? K_IMPLICIT : key < 7 ? K_DM :
+	      key < 8 ? K_T_RO : key < 9 ? (fz_one_in(R, 2) ? K_T_OTHER :
+					    K_DM_OTHER) : K_DEAD;
+	remote = key == K_DM || key == K_DM_OTHER ? W_M : W_T;
+	local = fz_one_in(R, 4) ? W_M : W_S;
+	rsize = remote == W_T ? FL_PAGES * PAGE : FL_LEN / 2;
+	len = atomic ? 8 : 1 + fz_below(R, fz_one_in(R, 4) ? sizeof(src) :
+					    2 * PAGE);
+	roff = fz_below(R, rsize - len + 1);
+	/* Now and then right up to, into or across the hole. */
+	if (remote == W_T && fz_one_in(R, 4))
+		roff = FL_HOLE * PAGE - fz_below(R, len < PAGE ? len : PAGE) +
+		       (fz_one_in(R, 4) ? PAGE / 2 : 0);
+	if (atomic)
+		roff &= ~7ull;
+	loff = (local == W_M ? FL_LEN / 2 : 0) +
+	       (fz_below(R, FL_LEN / 2 - len + 1) & (atomic ? ~7u : ~0u));
+	hole = remote == W_T && roff < (FL_HOLE + 1) * PAGE &&
+	       roff + len > FL_HOLE * PAGE;
+	rkey = key == K_T ? of.tmr->rkey : key == K_IMPLICIT ? of.timp->rkey :
+	       key == K_DM ? of.dmr->rkey : key == K_T_RO ? of.tro->rkey :
+	       key == K_T_OTHER ? of.tother->rkey :
+	       key == K_DM_OTHER ? of.dother->rkey : of.dead;
+	rlkey = key == K_T ? of.tmr->lkey : key == K_IMPLICIT ?
+		of.timp->lkey : key == K_DM ? of.dmr->lkey :
+		key == K_T_RO ? of.tro->lkey : key == K_T_OTHER ?
+		of.tother->lkey : key == K_DM_OTHER ? of.dother->lkey :
+		of.dead;
+	/*
+	 * What the key and B must grant: a receive needs B's own PD and
+	 * LOCAL_WRITE (the read-only MR has none), the rest the remote right.
+	 */
+	need = op == 0 ? 1 : op == 1 ? 2 : 4;
+	if (send)
+		granted = key == K_T || key == K_IMPLICIT || key == K_DM;
+	else
+		granted = (rights[key] & need) &&
+			  (of.b_acc & (need == 1 ? IBV_ACCESS_REMOTE_WRITE :
+				       need == 2 ? IBV_ACCESS_REMOTE_READ :
+				       IBV_ACCESS_REMOTE_ATOMIC));
+
+	/* A page of S dropped now and then: it sends zeros. */
+	if (local == W_S && of.s_odp && fz_one_in(R, 8)) {
+		pg = loff / PAGE;
+		madvise(of.s + pg * PAGE, PAGE, MADV_DONTNEED);
+		memset(of.ss + pg * PAGE, 0, PAGE);
+	}
+	/* The source's bytes, as the flow knows them. */
+	memcpy(src, op == 1 ? fl_sh(remote) + roff : fl_sh(local) + loff, len);
+	if (via_srq) {
+		fz_bytes(R, of.dbuf + loff, len);
+		memcpy(src, of.dbuf + loff, len);
+	}
+	if (atomic) {
+		memcpy(&old, fl_sh(remote) + roff, 8);
+		cmp = fz_one_in(R, 2) ? old : fz_u64(R);
+		add = fz_u64(R);
+	}
+
+	sge.addr = local == W_M ? loff : (uintptr_t)of.s + loff;
+	sge.length = len;
+	sge.lkey = local == W_M ? of.dmr->lkey : of.smr->lkey;
+	if (via_srq) {
+		sge.addr = (uintptr_t)of.dbuf + loff;
+		sge.lkey = of.dbmr->lkey;
+	}
+	if (send) {
+		rs.addr = remote == W_M ? roff : (uintptr_t)of.t + roff;
+		rs.length = len;
+		rs.lkey = rlkey;
+		if (via_srq ? ibv_post_srq_recv(of.srq, &rwr, &brw) :
+			      ibv_post_recv(of.b, &rwr, &brw)) {
+			of.connected = 0;
+			return;
+		}
+	}
+	wr.opcode = (enum ibv_wr_opcode[]){ IBV_WR_RDMA_WRITE,
+		IBV_WR_RDMA_READ, IBV_WR_SEND, IBV_WR_ATOMIC_FETCH_AND_ADD,
+		IBV_WR_ATOMIC_CMP_AND_SWP }[op];
+	wr.wr.rdma.remote_addr = remote == W_M ? roff :
+				 (uintptr_t)of.t + roff;
+	wr.wr.rdma.rkey = rkey;
+	if (atomic) {
+		wr.wr.atomic.remote_addr = remote == W_M ? roff :
+					   (uintptr_t)of.t + roff;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = op == 3 ? add : cmp;
+		wr.wr.atomic.swap = add;
+	}
+
+	/* The storm, while the operation runs. */
+	memset(of.touched, 0, sizeof(of.touched));
+	of.storm_n = fz_below(R, 4) ? fz_below(R, 4) : 0;
+	fz_seed(&storm_rng, fz_u64(R));
+	if (of.storm_n && pthread_create(&th, NULL, flow_storm, &storm_rng))
+		of.storm_n = 0;
+	slow = getenv("VRDMA_TEST_SLOW") ? atoi(getenv("VRDMA_TEST_SLOW")) : 1;
+	done = !ibv_post_send(qa, &wr, &bad) &&
+	       flow_wait(qa, qb, send, &wa, &wb, 5000 * (slow > 1 ? slow : 1));
+	if (of.storm_n)
+		pthread_join(th, NULL);
+	if (!done) {
+		/*
+		 * No answer in time (a slow host, or the QPs broken): once
+		 * destroyed they write nothing more, and the regions are
+		 * taken as they are.
+		 */
+		flow_new_qps();
+		if (via_srq)
+			flow_new_srq_pair();
+		if (ibv_memcpy_from_dm(of.ms, of.dm, 0, FL_DMLEN))
+			of.broken = 1;
+		memcpy(of.ss, of.s, FL_LEN);
+		for (pg = 0; pg < FL_PAGES; pg++)
+			if (pg != FL_HOLE)
+				memcpy(of.ts + pg * PAGE, of.t + pg * PAGE,
+				       PAGE);
+		return;
+	}
+	ok = wa.status == IBV_WC_SUCCESS &&
+	     (!send || wb.status == IBV_WC_SUCCESS);
+	/* The responder's status says more (the requester's is a NAK's). */
+	why = send && wb.status != IBV_WC_SUCCESS ? wb.status : wa.status;
+	if (!ok && via_srq) {
+		/* Stopped, and the SRQ without a receive left over. */
+		flow_new_srq_pair();
+		tot(T_FLOW_ERR);
+	} else if (!ok) {
+		/* Both in RESET before the regions are read: nothing lands. */
+		flow_connect();
+		tot(T_FLOW_ERR);
+	}
+	snprintf(what, sizeof(what),
+		 "%s of %u bytes at %s offset %zu, local %s offset %zu, %s key, B's rights %#x: %s (requester %s)",
+		 op_name[op], len, remote == W_T ? "ODP" : "DM", roff,
+		 via_srq ? "pinned (through an SRQ of the ODP PD)" :
+		 local == W_S ? "ODP" : "DM", loff, key_name[key], of.b_acc,
+		 ok ? "success" : ibv_wc_status_str(why),
+		 ibv_wc_status_str(wa.status));
+	if (ok && !granted)
+		odp_bad("%s, though not granted", what);
+	if (ok && hole)
+		odp_bad("%s, across unmapped memory", what);
+	/*
+	 * Granted, on memory that is mapped and that nothing changed
+	 * meanwhile: nothing but the transport giving up may fail it.
+	 */
+	if (!ok && granted && !hole && !of.storm_n &&
+	    !transport_gave_up(wa.status) && !transport_gave_up(wb.status)) {
+		/* Counted apart: one defect would hide the others. */
+		if (via_srq)
+			__atomic_add_fetch(&board->bad_srq, 1,
+					   __ATOMIC_RELAXED);
+		bad_srq = via_srq;
+		odp_bad("%s, though granted, on mapped memory", what);
+		bad_srq = 0;
+	}
+	if (!ok && hole && granted)
+		tot(T_FLOW_HOLE);
+	if (ibv_memcpy_from_dm(of.m, of.dm, 0, FL_DMLEN)) {
+		of.broken = 1;
+		of.ready = 0;
+		return;
+	}
+	/* The source's bytes known if no storm touched them. */
+	for (j = roff; remote == W_T && (op == 1 || atomic) &&
+	     j < roff + len; j++)
+		known &= !fl_t_page_unknown(j);
+	if (op == 1) {		/* READ: into the local range */
+		wrong += fl_check(local, FL_LEN, loff, loff + len,
+				  ok && known ? src : NULL, what);
+		wrong += fl_check(remote, rsize, 0, 0, NULL, what);
+	} else if (atomic) {	/* the remote word, the original locally */
+		nw = op == 3 ? old + add : old == cmp ? add : old;
+		memcpy(e, &nw, 8);
+		wrong += fl_check(remote, rsize, roff,
+				  ok || granted ? roff + 8 : 0,
+				  ok && known ? e : NULL, what);
+		memcpy(e, &old, 8);
+		wrong += fl_check(local, FL_LEN, loff, ok ? loff + 8 : 0,
+				  ok && known ? e : NULL, what);
+	} else {		/* WRITE, SEND: into the remote range */
+		wrong += fl_check(remote, rsize, roff,
+				  ok || granted ? roff + len : 0,
+				  ok ? src : NULL, what);
+		wrong += fl_check(local, FL_LEN, 0, 0, NULL, what);
+	}
+	/* The rest: not touched at all. */
+	if (remote != W_T)
+		wrong += fl_check(W_T, FL_PAGES * PAGE, 0, 0, NULL, what);
+	if (local != W_M && remote != W_M)
+		wrong += fl_check(W_M, FL_LEN, 0, 0, NULL, what);
+	if (local != W_S)
+		wrong += fl_check(W_S, FL_LEN, 0, 0, NULL, what);
+	if (memcmp(of.m, of.ms, FL_DMOFF)) {
+		odp_bad("%s: DM bytes before its MR changed", what);
+		wrong++;
+	}
+	memcpy(of.ms, of.m, FL_DMLEN);
+	if (ok && !wrong) {
+		tot(T_FLOW_OK);
+		if (remote == W_M || local == W_M)
+			tot(T_FLOW_DM);
+	}
+}
+
 static void op_query(void)
 {
 	struct ibv_device_attr_ex dx;
@@ -1420,11 +2934,20 @@ static void child(const char *dev, uint64_t seed, double secs, int ready)
 		op_query, op_import,
 		op_xrcd, op_xsrq, op_xsrq, op_open_qp, op_raw_xrc,
 		op_xrc_flow, op_xrc_flow,
+		op_odp_mr, op_odp_mr, op_advise, op_odp_storm, op_odp_storm,
+		op_odp_post, op_odp_post, op_odp_flow, op_odp_flow,
+		op_odp_flow, op_dm, op_dm_copy, op_dm_mr, op_dm_import,
+		op_dm_query,
 	};
+	struct ibv_device_attr_ex dx;
 	struct ibv_port_attr port;
 	double end;
+	int k;
 
 	fz_seed(&rng, seed);
+	round_seed = seed;
+	for (k = 0; k < POOL; k++)
+		p.mr_dm[k] = -1;
 	p.ctx = rc_open_by_name(dev);
 	p.gid_idx = rc_find_gid(dev);
 	if (!p.ctx || p.gid_idx < 0 || ibv_query_port(p.ctx, 1, &port) ||
@@ -1440,6 +2963,9 @@ static void child(const char *dev, uint64_t seed, double secs, int ready)
 	memset(p.mem, 0x5a, MEM_PAGES * PAGE);
 	mprotect(p.mem + 10 * PAGE, PAGE, PROT_NONE);
 	mprotect(p.mem + 20 * PAGE, PAGE, PROT_READ);
+	if (odp_mem_setup() || ibv_query_device_ex(p.ctx, NULL, &dx))
+		_exit(3);
+	p.max_dm = dx.max_dm_size;
 	/* A base to build on: a PD, a CQ, an XRC domain. */
 	op_pd();
 	p.cq[0] = ibv_create_cq(p.ctx, 64, NULL, NULL, 0);
@@ -1660,6 +3186,18 @@ int main(int argc, char **argv)
 		unlink(path);
 	}
 	rmdir(xrcd_dir);
+	printf("# ODP and DM, all rounds:");
+	for (j = 0; j < T_NUM; j++)
+		printf(" %s %lu", t_name[j], board->tot[j]);
+	printf("\n");
+	/* For fuzz.sh: each must be more than 0. */
+	printf("# reached:");
+	for (j = 0; j < T_NUM; j++)
+		printf(" %s=%lu", t_name[j], board->tot[j]);
+	printf("\n");
+	fz_result(!board->bad,
+		  "ODP and DM: every byte the checked flow reads back is right, nothing refused changed memory or succeeded, nothing granted failed (%lu operations checked, %lu failed checks, %lu of them granted SENDs through the SRQ pair)",
+		  board->tot[T_FLOW_OK], board->bad, board->bad_srq);
 	fz_result(!hangs, "no round stuck in the kernel");
 	fz_result(!crashes, "no round crashed or failed to start");
 	fz_result(!idle, "every runner had rounds that got to fuzzing");

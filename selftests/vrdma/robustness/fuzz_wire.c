@@ -72,6 +72,21 @@
  *   S2's PD's local-only MR   in PD3: S1's receives name it now and then
  *   S1's, S2's, S3's receives   the XRC SRQs' receive buffers (S2's also
  *             name PD1's local-only MR now and then: refused)
+ *   ODP       an on-demand paging MR in PD1, its rights drawn every round
+ *             (changed in place by rereg_mr), one page inside it unmapped
+ *             while packets come (mapped between rounds to hold a third
+ *             marker, prefetched into the MR with advise_mr, unmapped
+ *             again: no packet may ever carry that marker), pages dropped
+ *             with MADV_DONTNEED between and during rounds (they read as
+ *             zeros, and the device has to fault them in), advise_mr of
+ *             parts of it meanwhile; well formed requests are aimed into
+ *             and across the hole a third of the time
+ *   DM        an MR of device memory (ibv_alloc_dm, zero based), in PD1,
+ *             registered again with rights drawn every round; its bytes
+ *             are read and written with ibv_memcpy_from_dm/to_dm
+ * With an ODP MR in it, PD1's QPs are run by their task, never by the
+ * softirq (the tasklet still runs the other user's RC QP and the live
+ * pair).
  * A byte may change only inside an MR whose rights and the round's QPs'
  * allow it -- for the XRC target, of the PD of an SRQ of X1 the round
  * names; never of PD2 (S3's), never of an SRQ's receive buffer (and, for
@@ -169,13 +184,15 @@ enum { PK_RC, PK_UC, PK_XTGT, PK_XINI };
  * XRC SRQ of the target's domain, and no QP's.
  */
 enum { R_GRANTED, R_LOCAL, R_OTHER_PD, R_STALE, R_READDST, R_RECV, R_RO,
-	R_WO, R_AO, R_X3, R_X3LOCAL, R_XRECV1, R_XRECV2, R_XRECV3, R_NUM };
+	R_WO, R_AO, R_X3, R_X3LOCAL, R_XRECV1, R_XRECV2, R_XRECV3, R_ODP, R_DM,
+	R_NUM };
 
 static const char *const region_name[R_NUM] = {
 	"granted MR", "local-only MR", "other PD's MR", "stale rkeys' MR",
 	"READ destination MR", "receive MR", "read-only MR", "write-only MR",
 	"atomic-only MR", "XRC SRQ S2's PD's MR", "S2's PD's local-only MR",
 	"S1's receive MR", "S2's receive MR", "S3's (other XRCD) receive MR",
+	"ODP MR", "DM MR",
 };
 /* The receive region of XRC SRQ k (S1, S2, S3: in PD1, PD3, PD2). */
 #define R_XRECV(k)	(R_XRECV1 + (k))
@@ -201,6 +218,9 @@ static struct {
 	struct ibv_mr *mr[R_NUM];
 	int mr_acc[R_NUM];		/* the MR's access flags */
 	size_t mr_off[R_NUM], mr_len[R_NUM];
+	uint64_t mr_base[R_NUM];	/* the MR's first byte, as keys say */
+	struct ibv_dm *dm;		/* R_DM's memory; g.map[R_DM]: a copy */
+	int hole_mapped;		/* the ODP hole: between rounds only */
 	int may_change[R_NUM];		/* bytes inside the MR may change */
 	uint32_t stale[64];		/* old rkeys of the stale region */
 	int nstale, stale_rot;
@@ -212,6 +232,7 @@ static struct {
 	int alt_ifindex;
 	int cap[2], ncap;		/* capture on fz1 and fz3, in NS */
 	uint8_t marker[8], marker2[8];	/* this process's, the other's */
+	uint8_t marker3[8];		/* what the ODP hole last held */
 	uint8_t *sendbuf;		/* what the targets' own sends send */
 	struct ibv_mr *send_mr;
 	struct ibv_ah *ah[2];		/* to IP1, to IP0 */
@@ -229,6 +250,7 @@ static struct {
 static struct {
 	unsigned long pkts, answers;
 	unsigned long leaks, leaks2;	/* markers seen */
+	unsigned long leaks3;		/* the ODP hole's marker seen */
 	unsigned long wrong_answers;	/* a READ/ATOMIC answered sans right */
 	unsigned long wrong_range;	/* an opcode outside its transport's */
 	unsigned long quiet_answers;	/* answers in the quiet phase */
@@ -360,7 +382,7 @@ static uint64_t pick_va(struct fz_rng *r, uint32_t len)
 		mlen = g.other.len;
 	} else {
 		i %= R_NUM;
-		base = (uintptr_t)g.map[i] + g.mr_off[i];
+		base = g.mr_base[i];
 		mlen = g.mr_len[i];
 	}
 	switch (fz_below(r, 8)) {
@@ -474,17 +496,54 @@ out:
 }
 
 /*
+ * The ODP region (R_ODP) lies at ODP_BASE, far below where the kernel
+ * places mappings top down, so that no later mmap (a ring, malloc's) falls
+ * into its hole: page ODP_HOLE, inside the MR, mapped only between rounds
+ * (to hold marker3 and be prefetched into the MR's page table) and
+ * unmapped while packets come.
+ */
+#define ODP_BASE	((void *)0x200000000000ull)
+#define ODP_HOLE	(6 * 4096)
+
+/* Whether byte @j of region @i is in the ODP region's unmapped hole. */
+static int in_hole(int i, size_t j)
+{
+	return i == R_ODP && !g.hole_mapped && j >= ODP_HOLE &&
+	       j < ODP_HOLE + 4096;
+}
+
+/*
+ * A third of the time, an address for @len bytes of the ODP MR that runs
+ * into or across its hole (the responder meets it in the middle of a
+ * message).
+ */
+static void odp_hole_va(struct fz_rng *r, int i, uint32_t len, uint64_t *va)
+{
+	uint64_t h = (uintptr_t)g.map[R_ODP] + ODP_HOLE;
+	uint64_t lo = g.mr_base[i], hi = lo + g.mr_len[i];
+
+	if (i != R_ODP || !fz_one_in(r, 3))
+		return;
+	*va = h + 4096 - fz_below(r, 4096 + (len < 8192 ? len : 8192));
+	if (len <= g.mr_len[i] && *va + len > hi)
+		*va = hi - len;
+	if (*va < lo)
+		*va = lo;
+}
+
+/*
  * A key and an address inside region @i's MR (the stale one: an old key),
  * @len bytes of it if they fit.
  */
 static void key_va_region(struct fz_rng *r, int i, uint32_t len,
 			  uint32_t *rkey, uint64_t *va)
 {
-	uint64_t base = (uintptr_t)g.map[i] + g.mr_off[i];
+	uint64_t base = g.mr_base[i];
 	size_t mlen = g.mr_len[i];
 
 	*rkey = i == R_STALE ? g.stale[fz_below(r, g.nstale)] : g.mr[i]->rkey;
 	*va = base + (len < mlen ? fz_below(r, mlen - len + 1) : 0);
+	odp_hole_va(r, i, len, va);
 }
 
 /*
@@ -494,7 +553,7 @@ static void key_va_region(struct fz_rng *r, int i, uint32_t len,
 static void pick_key_va(struct fz_rng *r, uint32_t len, uint32_t *rkey,
 			uint64_t *va)
 {
-	int i = fz_below(r, R_NUM + 2);
+	int i = fz_below(r, R_NUM + 4);
 	uint64_t base;
 	size_t mlen;
 
@@ -503,13 +562,17 @@ static void pick_key_va(struct fz_rng *r, uint32_t len, uint32_t *rkey,
 		mlen = g.other.len;
 		*rkey = g.other.rkey;
 	} else {
-		i = i >= R_NUM ? R_GRANTED : i;
-		base = (uintptr_t)g.map[i] + g.mr_off[i];
+		/* The granted MR, the ODP and DM MRs more often. */
+		i = i < R_NUM ? i : i == R_NUM + 2 ? R_ODP :
+		    i == R_NUM + 3 ? R_DM : R_GRANTED;
+		base = g.mr_base[i];
 		mlen = g.mr_len[i];
 		*rkey = i == R_STALE ? g.stale[fz_below(r, g.nstale)] :
 			g.mr[i]->rkey;
 	}
 	*va = base + (len < mlen ? fz_below(r, mlen - len + 1) : 0);
+	if (i < R_NUM)
+		odp_hole_va(r, i, len, va);
 }
 
 /*
@@ -519,17 +582,18 @@ static void pick_key_va(struct fz_rng *r, uint32_t len, uint32_t *rkey,
 static void pick_key_va_xrc(struct fz_rng *r, int k, uint32_t len,
 			    uint32_t *rkey, uint64_t *va)
 {
-	static const int pd_regions[XRC_SRQS][6] = {
-		{ R_GRANTED, R_GRANTED, R_RO, R_WO, R_AO, R_LOCAL },
-		{ R_X3, R_X3, R_X3, R_X3LOCAL, R_XRECV2, R_X3 },
+	static const int pd_regions[XRC_SRQS][8] = {
+		{ R_GRANTED, R_GRANTED, R_RO, R_WO, R_AO, R_LOCAL, R_ODP,
+		  R_DM },
+		{ R_X3, R_X3, R_X3, R_X3LOCAL, R_XRECV2, R_X3, R_X3, R_X3 },
 		{ R_OTHER_PD, R_OTHER_PD, R_XRECV3, R_OTHER_PD, R_OTHER_PD,
-		  R_XRECV3 },
+		  R_XRECV3, R_OTHER_PD, R_XRECV3 },
 	};
 
 	if (k < 0 || fz_one_in(r, 3))
 		pick_key_va(r, len, rkey, va);
 	else
-		key_va_region(r, pd_regions[k][fz_below(r, 6)], len, rkey, va);
+		key_va_region(r, pd_regions[k][fz_below(r, 8)], len, rkey, va);
 }
 
 /* A request opcode that executes something, well formed. */
@@ -907,7 +971,8 @@ static uint8_t marked(const uint8_t *m, const void *addr)
 /*
  * Whether the round's targets may read region @i through its MR: the RC
  * target those of PD1, the XRC target those of the PD of an SRQ the
- * round names (S1: PD1, S2: PD3).
+ * round names (S1: PD1, S2: PD3).  The ODP and DM MRs (PD1) have rights
+ * drawn every round.
  */
 static int readable(int i, const struct target *t)
 {
@@ -917,12 +982,39 @@ static int readable(int i, const struct target *t)
 		return !!(g.mr_acc[i] & RR);	/* its key is never sent */
 	if (i == R_X3)
 		return (t->xmode & 2) && (t->xt_acc & RR);
+	if (i == R_ODP || i == R_DM)
+		return (g.mr_acc[i] & RR) && ((t->rc_acc & RR) || x1);
 	return (i == R_GRANTED || i == R_RO) && ((t->rc_acc & RR) || x1);
 }
 
 /*
+ * What region @i holds into g.map[i]: the DM's bytes are the device's,
+ * g.map[R_DM] a copy.
+ */
+static void region_load(int i)
+{
+	if (i == R_DM && ibv_memcpy_from_dm(g.map[i], g.dm, 0, REGION))
+		printf("# cannot read the DM: %s\n", strerror(errno));
+}
+
+/* Region @i's memory made what g.pat[i] says (not the ODP hole). */
+static void region_store(int i)
+{
+	if (in_hole(i, ODP_HOLE)) {
+		memcpy(g.map[i], g.pat[i], ODP_HOLE);
+		memcpy(g.map[i] + ODP_HOLE + 4096, g.pat[i] + ODP_HOLE + 4096,
+		       REGION - ODP_HOLE - 4096);
+		return;
+	}
+	memcpy(g.map[i], g.pat[i], REGION);
+	if (i == R_DM && ibv_memcpy_to_dm(g.dm, 0, g.pat[i], REGION))
+		printf("# cannot write the DM: %s\n", strerror(errno));
+}
+
+/*
  * Fill region @i: the MR's bytes with a pattern if the round's targets may
- * read them, every other byte with the marker.
+ * read them, every other byte with the marker (the ODP hole, while mapped,
+ * with marker3).
  */
 static void fill_region(int i, const struct target *t)
 {
@@ -930,10 +1022,13 @@ static void fill_region(int i, const struct target *t)
 	int rd = readable(i, t);
 
 	for (j = 0; j < REGION; j++)
-		g.pat[i][j] = rd && j >= lo && j < hi ?
+		g.pat[i][j] = i == R_ODP && j >= ODP_HOLE &&
+			      j < ODP_HOLE + 4096 ?
+			      marked(g.marker3, g.map[i] + j) :
+			      rd && j >= lo && j < hi ?
 			      (uint8_t)(j * 31 + i * 101 + 7) :
 			      marked(g.marker, g.map[i] + j);
-	memcpy(g.map[i], g.pat[i], REGION);
+	region_store(i);
 }
 
 /*
@@ -953,7 +1048,8 @@ static void rights_setup(const struct target *t)
 		g.may_change[i] = i == R_READDST || i == R_RECV ||
 				  (i == R_XRECV1 && (t->xmode & 1)) ||
 				  (i == R_XRECV2 && (t->xmode & 2));
-		if (i == R_GRANTED || i == R_WO || i == R_AO)
+		if (i == R_GRANTED || i == R_WO || i == R_AO || i == R_ODP ||
+		    i == R_DM)
 			g.may_change[i] = (w && (acc & RW)) || (a && (acc & RA));
 		if (i == R_X3)
 			g.may_change[i] = ((x2 & RW) && (acc & RW)) ||
@@ -971,6 +1067,7 @@ static int regions_setup(void)
 		[R_WO] = LW | RW, [R_AO] = LW | RA,
 		[R_X3] = LW | RW | RR | RA, [R_X3LOCAL] = LW,
 		[R_XRECV1] = LW, [R_XRECV2] = LW, [R_XRECV3] = LW,
+		[R_ODP] = LW | RW | RR | RA, [R_DM] = LW | RW | RR | RA,
 	};
 	struct ibv_pd *pd[R_NUM] = {
 		[R_OTHER_PD] = g.pd2, [R_XRECV3] = g.pd2,
@@ -979,10 +1076,29 @@ static int regions_setup(void)
 	int i;
 
 	for (i = 0; i < R_NUM; i++) {
-		g.map[i] = mmap(NULL, REGION, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (i == R_DM) {
+			/* A copy: the DM is read with memcpy_from_dm. */
+			g.map[i] = aligned_alloc(4096, REGION);
+			g.dm = ibv_alloc_dm(g.ctx, &(struct ibv_alloc_dm_attr){
+				.length = REGION });
+			if (!g.dm) {
+				printf("# ibv_alloc_dm: %s\n", strerror(errno));
+				return -1;
+			}
+		} else {
+			g.map[i] = mmap(i == R_ODP ? ODP_BASE : NULL, REGION,
+					PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS |
+					(i == R_ODP ? MAP_FIXED_NOREPLACE : 0),
+					-1, 0);
+			if (i == R_ODP && g.map[i] == MAP_FAILED)
+				g.map[i] = mmap(NULL, REGION,
+						PROT_READ | PROT_WRITE,
+						MAP_PRIVATE | MAP_ANONYMOUS,
+						-1, 0);
+		}
 		g.pat[i] = malloc(REGION);
-		if (g.map[i] == MAP_FAILED || !g.pat[i])
+		if (!g.map[i] || g.map[i] == MAP_FAILED || !g.pat[i])
 			return -1;
 		/* Not page aligned at either end: a page-granular bug
 		 * would write the bytes around the MR.
@@ -990,12 +1106,27 @@ static int regions_setup(void)
 		g.mr_off[i] = 4096 * 4 + 100 + 8 * i;
 		g.mr_len[i] = 3 * 4096 + 37;
 		g.mr_acc[i] = acc[i];
-		g.mr[i] = ibv_reg_mr(pd[i] ? pd[i] : g.pd,
-				     g.map[i] + g.mr_off[i], g.mr_len[i],
-				     acc[i]);
-		if (!g.mr[i])
+		g.mr_base[i] = (uintptr_t)g.map[i] + g.mr_off[i];
+		if (i == R_DM) {
+			/* Zero based: address 0 is the MR's first byte. */
+			g.mr_base[i] = 0;
+			g.mr[i] = ibv_reg_dm_mr(g.pd, g.dm, g.mr_off[i],
+						g.mr_len[i], acc[i] |
+						IBV_ACCESS_ZERO_BASED);
+		} else {
+			g.mr[i] = ibv_reg_mr(pd[i] ? pd[i] : g.pd,
+					     g.map[i] + g.mr_off[i],
+					     g.mr_len[i], acc[i] |
+					     (i == R_ODP ?
+					      IBV_ACCESS_ON_DEMAND : 0));
+		}
+		if (!g.mr[i]) {
+			printf("# cannot register the %s: %s\n",
+			       region_name[i], strerror(errno));
 			return -1;
+		}
 	}
+	g.hole_mapped = 1;
 	g.sendbuf = calloc(1, 4096);
 	if (!g.sendbuf)
 		return -1;
@@ -1035,6 +1166,123 @@ static int stale_rotate(void)
 	return ret;
 }
 
+/* ---- the ODP and DM MRs ---------------------------------------------- */
+
+/* What the ODP and DM MRs went through: what to read a run's figures by. */
+static struct {
+	unsigned long rereg, rereg_failed, advise, advise_calls, dropped;
+	unsigned long holes, dm_reg, probes, probes_landed;
+} os;
+
+/*
+ * The ODP and DM MRs' rights for the round, drawn as the QPs' are:
+ * LOCAL_WRITE and any of the remote ones (REMOTE_WRITE surely with
+ * @write).  The ODP MR changes them in place (rereg_mr; registered again
+ * if that fails), the DM MR is registered again.  The ODP hole is mapped
+ * again for fill_region() to write marker3 into.  Returns 0, or -1 if an
+ * MR is gone.
+ */
+static int odp_dm_rights(struct fz_rng *r, int write)
+{
+	uint8_t *hole = g.map[R_ODP] + ODP_HOLE;
+	int acc;
+
+	if (!g.hole_mapped &&
+	    mmap(hole, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+		 MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == hole)
+		g.hole_mapped = 1;
+	acc = LW | (fz_one_in(r, 2) || write ? RW : 0) |
+	      (fz_one_in(r, 2) ? RR : 0) | (fz_one_in(r, 2) ? RA : 0);
+	if (!ibv_rereg_mr(g.mr[R_ODP], IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL,
+			  0, acc | IBV_ACCESS_ON_DEMAND)) {
+		os.rereg++;
+	} else {
+		if (!os.rereg_failed++)
+			printf("# rereg_mr of the ODP MR's rights failed: %s\n",
+			       strerror(errno));
+		ibv_dereg_mr(g.mr[R_ODP]);
+		g.mr[R_ODP] = ibv_reg_mr(g.pd, g.map[R_ODP] + g.mr_off[R_ODP],
+					 g.mr_len[R_ODP],
+					 acc | IBV_ACCESS_ON_DEMAND);
+	}
+	g.mr_acc[R_ODP] = acc;
+
+	acc = LW | (fz_one_in(r, 2) || write ? RW : 0) |
+	      (fz_one_in(r, 2) ? RR : 0) | (fz_one_in(r, 2) ? RA : 0);
+	ibv_dereg_mr(g.mr[R_DM]);
+	g.mr[R_DM] = ibv_reg_dm_mr(g.pd, g.dm, g.mr_off[R_DM], g.mr_len[R_DM],
+				   acc | IBV_ACCESS_ZERO_BASED);
+	g.mr_acc[R_DM] = acc;
+	os.dm_reg += !!g.mr[R_DM];
+	if (!g.mr[R_ODP] || !g.mr[R_DM]) {
+		printf("# cannot register the ODP or DM MR again: %s\n",
+		       strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A page of the ODP region dropped (MADV_DONTNEED; mostly one of the
+ * MR's, never the hole): it reads as zeros from now on, and the CPU leaves
+ * it alone, so the device has to fault it in itself.
+ */
+static void odp_drop_page(struct fz_rng *r)
+{
+	size_t pg = fz_below(r, 4) ? (size_t[]){ 4, 5, 7 }[fz_below(r, 3)] :
+		    fz_below(r, REGION / 4096);
+
+	if (pg == ODP_HOLE / 4096 ||
+	    madvise(g.map[R_ODP] + pg * 4096, 4096, MADV_DONTNEED))
+		return;
+	memset(g.pat[R_ODP] + pg * 4096, 0, 4096);
+	os.dropped++;
+}
+
+/*
+ * ibv_advise_mr() on a part of the ODP MR, maybe across the hole, with any
+ * advice, at once or from the kernel's work item: a fault in the responder's
+ * way, or none.
+ */
+static void odp_advise(struct fz_rng *r)
+{
+	uint32_t len = 1 + fz_below(r, g.mr_len[R_ODP]);
+	struct ibv_sge sge = {
+		g.mr_base[R_ODP] + fz_below(r, g.mr_len[R_ODP] - len + 1), len,
+		g.mr[R_ODP]->lkey,
+	};
+
+	os.advise_calls++;
+	os.advise += !ibv_advise_mr(g.pd, (enum ibv_advise_mr_advice[]){
+		IBV_ADVISE_MR_ADVICE_PREFETCH,
+		IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+		IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT }[fz_below(r, 3)],
+		fz_one_in(r, 2) ? IBV_ADVISE_MR_FLAG_FLUSH : 0, &sge, 1);
+}
+
+/*
+ * After fill_region(): the whole ODP MR prefetched into its page table,
+ * the hole (holding marker3) with it; then the hole unmapped, which must
+ * drop it from there (no packet may ever carry marker3), and a page
+ * dropped.
+ */
+static void odp_hole_cycle(struct fz_rng *r)
+{
+	struct ibv_sge sge = { g.mr_base[R_ODP], g.mr_len[R_ODP],
+			       g.mr[R_ODP]->lkey };
+
+	os.advise_calls++;
+	os.advise += !ibv_advise_mr(g.pd, fz_one_in(r, 2) ?
+				    IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE :
+				    IBV_ADVISE_MR_ADVICE_PREFETCH,
+				    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+	if (g.hole_mapped && !munmap(g.map[R_ODP] + ODP_HOLE, 4096)) {
+		g.hole_mapped = 0;
+		os.holes++;
+	}
+	odp_drop_page(r);
+}
+
 /*
  * Bytes that changed where no rkey grants a write (@all: anywhere); the
  * first printed.
@@ -1047,7 +1295,10 @@ static long sentinel_check(const char *when, int all)
 	for (i = 0; i < R_NUM; i++) {
 		size_t j, lo = g.mr_off[i], hi = lo + g.mr_len[i];
 
+		region_load(i);
 		for (j = 0; j < REGION; j++) {
+			if (in_hole(i, j))
+				continue;
 			if (!all && g.may_change[i] && j >= lo && j < hi) {
 				xs.placed[i] += g.map[i][j] != g.pat[i][j];
 				continue;
@@ -1160,6 +1411,11 @@ static void capture_one(uint8_t *p, size_t n)
 		if (cap.leaks++ < 3)
 			printf("# a packet of opcode %#x to QP %#x PSN %#x carries memory nothing grants reading%s\n",
 			       op, dqpn, psn, g.quiet ? " (quiet phase)" : "");
+	}
+	if (has_marker(bth, n - hl - 8, g.marker3)) {
+		if (cap.leaks3++ < 3)
+			printf("# a packet of opcode %#x to QP %#x PSN %#x carries what the ODP MR's unmapped page held\n",
+			       op, dqpn, psn);
 	}
 	if (has_marker(bth, n - hl - 8, g.marker2)) {
 		if (!cap.leaks2++)
@@ -1331,6 +1587,67 @@ static int inject_ns(const struct inj *in)
 	inet_pton(AF_INET, IP0, &to.sin_addr);
 	return sendto(g.raw, in->pkt, in->len, 0, (struct sockaddr *)&to,
 		      sizeof(to)) == (ssize_t)in->len;
+}
+
+static void post_recvs(struct fz_rng *r, struct ibv_qp *qp, int n);
+
+/*
+ * In a round whose RC target and ODP and DM MRs all grant REMOTE_WRITE: a
+ * well formed RDMA WRITE of 64 bytes into a mapped part of each MR (the
+ * ODP one maybe just dropped), at the RC target's expected PSN, before
+ * the round's other packets.  It must land, byte for byte, within 5 s
+ * (times VRDMA_TEST_SLOW: a loaded host).  Returns how many did not.
+ */
+static int odp_dm_probe(struct fz_rng *r, struct target *t)
+{
+	int k, bad = 0;
+
+	for (k = 0; k < 2; k++) {
+		int i = k ? R_DM : R_ODP, landed = 0;
+		size_t off = g.mr_off[i] + fz_below(r, 4096 - 64);
+		uint8_t ext[16];
+		struct inj in;
+		double end;
+
+		/*
+		 * A READ of its own with the other user's key
+		 * (post_requests()) may have ended the target: connected
+		 * again, with its receives, expecting the same PSN.
+		 */
+		if (fz_qp_state(t->rc) != IBV_QPS_RTS) {
+			struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+			if (ibv_modify_qp(t->rc, &a, IBV_QP_STATE) ||
+			    fz_connect_access(t->rc, g.gid_idx, g.mtu,
+					      PEER_QPN(g.round, PK_RC),
+					      &g.peer_gid, t->rc_exp,
+					      t->rc_sq_psn, 18, 7, t->rc_acc))
+				return bad;
+			post_recvs(r, t->rc, 32);
+		}
+		put64(ext, g.mr_base[i] + off - g.mr_off[i]);
+		put32(ext + 8, g.mr[i]->rkey);
+		put32(ext + 12, 64);
+		inj_build(r, &in, WIRE, 0x0a, t->rc->qp_num, t->rc_exp, ext,
+			  16, 64);
+		if (!inject_ns(&in))
+			continue;
+		t->rc_exp = (t->rc_exp + 1) & 0xffffff;
+		os.probes++;
+		end = fz_now() + 5 * g.slow;
+		do {
+			region_load(i);
+			landed = !memcmp(g.map[i] + off,
+					 in.pkt + WIRE_HDR_LEN + 16, 64);
+			if (!landed)
+				usleep(2000);
+		} while (!landed && fz_now() < end);
+		os.probes_landed += landed;
+		if (!landed && !bad++)
+			printf("# a WRITE of 64 bytes into the %s at offset %zu, granted, did not land\n",
+			       region_name[i], off - g.mr_off[i]);
+	}
+	return bad;
 }
 
 struct quiet_stats {
@@ -1525,7 +1842,7 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 		       when);
 		qs->bad++;
 		for (k = 0; k < R_NUM; k++)
-			memcpy(g.map[k], g.pat[k], REGION);
+			region_store(k);
 	}
 	wn = rc_hw_counter(ibv_get_device_name(g.ctx->device),
 			   "wrong_netdev") - wn;
@@ -2283,6 +2600,9 @@ static int targets_create(struct fz_rng *r, struct target *t, int round,
 	/* The rights: any of the three, the regions filled to match. */
 	t->rc_acc = (fz_one_in(r, 2) ? RW : 0) | (fz_one_in(r, 2) ? RR : 0) |
 		    (fz_one_in(r, 2) ? RA : 0);
+	/* Every fourth round all may write: odp_dm_probe(). */
+	if (!(round % 4))
+		t->rc_acc |= RW;
 	t->uc_acc = fz_one_in(r, 2) ? RW : 0;
 	g.rc_acc[round % PEERS] = t->rc_acc;
 	t->xt_rq_psn = fz_u32(r) & 0xffffff;
@@ -2292,7 +2612,10 @@ static int targets_create(struct fz_rng *r, struct target *t, int round,
 		    (fz_one_in(r, 2) ? RA : 0);
 	t->xmode = 1 + fz_below(r, 3);
 	g.xrc_acc[round % PEERS] = t->xt_acc;
+	if (odp_dm_rights(r, !(round % 4)))
+		return -1;
 	rights_setup(t);
+	odp_hole_cycle(r);
 	t->rc = target_qp(IBV_QPT_RC);
 	t->uc = target_qp(IBV_QPT_UC);
 	t->ud = target_qp(IBV_QPT_UD);
@@ -2425,6 +2748,7 @@ int main(int argc, char **argv)
 	unsigned long max_pkts = ~0ul;
 	int round = 0, bad_rounds = 0, bad_keys = 0, cqe_bad = 0, xcqe_bad = 0;
 	int other_fd = -1, other_ok = 0, ost = 0, bad_destroy = 0;
+	int probe_bad = 0;
 	unsigned long xt_resets = 0, xt_err_rounds = 0;
 	long sentinel_bad = 0;
 	unsigned int i;
@@ -2455,6 +2779,8 @@ int main(int argc, char **argv)
 	memcpy(g.marker, &m, 8);
 	m = fz_splitmix(m);
 	memcpy(g.marker2, &m, 8);
+	m = fz_splitmix(m);
+	memcpy(g.marker3, &m, 8);
 
 	/* Before any MR of this process: its child shares none. */
 	other = other_start(dev0, &other_fd);
@@ -2559,6 +2885,8 @@ int main(int argc, char **argv)
 			       t.xmode == 1 ? "S1" : "S2", t.xt_acc,
 			       t.srqn[0], t.srqn[1], t.srqn[2]);
 		quiet_phase(&r, &t, &qs, when);
+		if (!(round % 4))
+			probe_bad += odp_dm_probe(&r, &t);
 		ud_sends(&r, t.ud, 4);
 		for (k = 0; k < ROUND_PKTS && st.sent < max_pkts; k++) {
 			if (fz_one_in(&r, 48))
@@ -2581,6 +2909,11 @@ int main(int argc, char **argv)
 				ud_sends(&r, t.ud, 2);
 				if (fz_one_in(&r, 4))
 					xi_requests(&r, &t);
+				/* ODP pages go and come under the packets. */
+				if (fz_one_in(&r, 3))
+					odp_drop_page(&r);
+				if (fz_one_in(&r, 3))
+					odp_advise(&r);
 				/*
 				 * Now and then an SRQ destroyed under the
 				 * target, or the target, fallen into ERR,
@@ -2663,6 +2996,15 @@ int main(int argc, char **argv)
 	       xs.placed[R_XRECV2], xs.placed[R_X3], xs.placed[R_GRANTED],
 	       xs.placed[R_WO], xs.placed[R_AO]);
 
+	printf("# ODP and DM: the ODP MR's rights changed by rereg_mr %lu times (%lu failed), %lu of %lu advise_mr calls taken, %lu pages dropped, its hole unmapped %lu times; the DM MR registered %lu times; bytes placed in the ODP MR %lu, the DM MR %lu\n",
+	       os.rereg, os.rereg_failed, os.advise, os.advise_calls,
+	       os.dropped, os.holes, os.dm_reg, xs.placed[R_ODP],
+	       xs.placed[R_DM]);
+	/* For fuzz.sh: each must be more than 0. */
+	printf("# reached: odp_rereg=%lu odp_advise=%lu odp_dropped=%lu odp_holes=%lu dm_reg=%lu probes_landed=%lu\n",
+	       os.rereg, os.advise, os.dropped, os.holes, os.dm_reg,
+	       os.probes_landed);
+
 	fz_result(!sentinel_bad, "no byte changed outside the memory the rkeys grant");
 	fz_result(!bad_keys, "re-registration never gives an old rkey again");
 	fz_result(!bad_rounds, "the target QPs end in RTS or ERR (UD: SQE, XRC target: RTR)");
@@ -2684,6 +3026,12 @@ int main(int argc, char **argv)
 	fz_result(!cap.leaks && cap.pkts > 0,
 		  "no packet of the device carries memory nothing grants reading (%lu captured)",
 		  cap.pkts);
+	fz_result(!probe_bad,
+		  "granted WRITEs into the ODP and DM MRs land (%lu of %lu)",
+		  os.probes_landed, os.probes);
+	fz_result(!cap.leaks3 && os.holes > 0,
+		  "no packet of the device carries the ODP MR's unmapped page (unmapped %lu times)",
+		  os.holes);
 	fz_result(!cap.wrong_answers,
 		  "no READ or ATOMIC is answered by a QP without the right");
 	fz_result(!cap.wrong_range,

@@ -33,8 +33,12 @@
 
 /* Pages hmm_range_fault() looks up per call: bounds its array. */
 #define VRDMA_ODP_FAULT_PAGES	64
-/* Faults that may be undone by invalidations before an access gives up. */
-#define VRDMA_ODP_MAX_RETRIES	100
+/*
+ * Faults of one access that find the page still missing (or read-only,
+ * for a write) before it gives up: the process's mapping does not allow
+ * it.
+ */
+#define VRDMA_ODP_MAX_RETRIES	8
 
 /**
  * struct vrdma_odp - the page table of an ODP MR
@@ -100,12 +104,49 @@ static u64 vrdma_odp_va(struct vrdma_mr *mr, u64 iova)
 	return mr->odp->start + (iova - mr->iova);
 }
 
+/* One access to one page of an ODP MR (vrdma_odp_access()). */
+struct vrdma_odp_piece {
+	u64 va;
+	u32 len;
+	u32 done;
+	bool write;
+	int (*fn)(void *kaddr, u32 len, u32 done, void *ctx);
+	void *ctx;
+	bool ran;
+	int ret;
+};
+
+/* Run @pc on its page if the table has it as needed; the table's lock held. */
+static void vrdma_odp_try_piece(struct vrdma_odp *odp,
+				struct vrdma_odp_piece *pc)
+{
+	void *entry = xa_load(&odp->pages, pc->va >> PAGE_SHIFT);
+	void *kaddr;
+
+	if (!entry || (pc->write && !xa_pointer_tag(entry)))
+		return;
+	kaddr = kmap_local_page(xa_untag_pointer(entry));
+	pc->ret = pc->fn(kaddr + offset_in_page(pc->va), pc->len, pc->done,
+			 pc->ctx);
+	kunmap_local(kaddr);
+	pc->ran = true;
+}
+
 /*
  * Look up [va, end) of @odp's process, faulting pages in if @fault (for
- * writing if @write), and enter what is present into the table.
+ * writing if @write), and enter what is present into the table.  With
+ * @pc, only the pages from @va to the end of its first chunk, and @pc is
+ * run on its page before the table's lock is let go: an invalidation
+ * cannot take the page between the fault and its use (a process that
+ * keeps dropping its pages would otherwise win every time).
+ *
+ * hmm_range_fault() starts over (-EBUSY) whenever the range was
+ * invalidated meanwhile, also by the faults it takes itself (a copy on
+ * write replaces a page): a chunk that keeps being invalidated is cut in
+ * half until it is one page, which gets through.
  */
 static int vrdma_odp_fault(struct vrdma_odp *odp, u64 va, u64 end,
-			   bool write, bool fault)
+			   bool write, bool fault, struct vrdma_odp_piece *pc)
 {
 	unsigned long pfns[VRDMA_ODP_FAULT_PAGES];
 	struct mm_struct *mm = odp->notifier.mm;
@@ -113,29 +154,32 @@ static int vrdma_odp_fault(struct vrdma_odp *odp, u64 va, u64 end,
 		.notifier = &odp->notifier,
 		.hmm_pfns = pfns,
 	};
-	unsigned long timeout, i, n;
+	unsigned long timeout, i, n, max = VRDMA_ODP_FAULT_PAGES;
 	int ret = 0;
 
 	might_sleep();
 	if (fault)
 		range.default_flags = HMM_PFN_REQ_FAULT |
 				      (write ? HMM_PFN_REQ_WRITE : 0);
-	if (!mmget_not_zero(mm))
-		return -EFAULT;
 	va &= PAGE_MASK;
 	while (va < end) {
-		range.start = va;
-		range.end = min_t(u64, PAGE_ALIGN(end),
-				  va + VRDMA_ODP_FAULT_PAGES * PAGE_SIZE);
-		n = (range.end - range.start) >> PAGE_SHIFT;
-		timeout = jiffies + msecs_to_jiffies(HMM_RANGE_DEFAULT_TIMEOUT);
+		timeout = jiffies + msecs_to_jiffies(VRDMA_ODP_FAULT_TIMEOUT_MS);
 again:
+		range.start = va;
+		range.end = min_t(u64, PAGE_ALIGN(end), va + max * PAGE_SIZE);
+		n = (range.end - range.start) >> PAGE_SHIFT;
 		range.notifier_seq = mmu_interval_read_begin(&odp->notifier);
+		/* A process that exited has no pages to give. */
+		if (!mmget_not_zero(mm))
+			return -EFAULT;
 		mmap_read_lock(mm);
 		ret = hmm_range_fault(&range);
 		mmap_read_unlock(mm);
-		if (ret == -EBUSY && !time_after(jiffies, timeout))
+		mmput(mm);
+		if (ret == -EBUSY && !time_after(jiffies, timeout)) {
+			max = max(max / 2, 1UL);
 			goto again;
+		}
 		if (ret)
 			break;
 
@@ -143,6 +187,11 @@ again:
 		if (mmu_interval_read_retry(&odp->notifier,
 					    range.notifier_seq)) {
 			xa_unlock_bh(&odp->pages);
+			max = max(max / 2, 1UL);
+			if (time_after(jiffies, timeout)) {
+				ret = -EBUSY;
+				break;
+			}
 			goto again;
 		}
 		for (i = 0; i < n && !ret; i++) {
@@ -162,12 +211,14 @@ again:
 			else if (!old)
 				WRITE_ONCE(odp->mapped, odp->mapped + 1);
 		}
+		if (pc && !ret)
+			vrdma_odp_try_piece(odp, pc);
 		xa_unlock_bh(&odp->pages);
-		if (ret)
+		if (ret || pc)
 			break;
 		va = range.end;
+		max = VRDMA_ODP_FAULT_PAGES;
 	}
-	mmput(mm);
 	return ret;
 }
 
@@ -206,33 +257,39 @@ int vrdma_odp_access(struct vrdma_mr *mr, u64 iova, u32 length, bool write,
 	int ret;
 
 	while (done < length) {
-		unsigned int poff = offset_in_page(va + done);
-		u32 chunk = min_t(u32, length - done, PAGE_SIZE - poff);
-		void *entry, *kaddr;
+		struct vrdma_odp_piece pc = {
+			.va = va + done,
+			.len = min_t(u32, length - done,
+				     PAGE_SIZE - offset_in_page(va + done)),
+			.done = done,
+			.write = write,
+			.fn = fn,
+			.ctx = ctx,
+		};
 
 		xa_lock_bh(&odp->pages);
-		entry = xa_load(&odp->pages, (va + done) >> PAGE_SHIFT);
-		if (entry && (!write || xa_pointer_tag(entry))) {
-			kaddr = kmap_local_page(xa_untag_pointer(entry));
-			ret = fn(kaddr + poff, chunk, done, ctx);
-			kunmap_local(kaddr);
-			xa_unlock_bh(&odp->pages);
+		vrdma_odp_try_piece(odp, &pc);
+		xa_unlock_bh(&odp->pages);
+		if (!pc.ran) {
+			if (!vrdma_odp_may_fault())
+				return -EAGAIN;
+			/*
+			 * The fault runs the piece itself; a page a write
+			 * faulted in may still be read-only (the process's
+			 * mapping is), and then it does not.
+			 */
+			if (!retries--)
+				return -EFAULT;
+			ret = vrdma_odp_fault(odp, pc.va, va + length, write,
+					      true, &pc);
 			if (ret)
 				return ret;
-			done += chunk;
-			continue;
+			if (!pc.ran)
+				continue;
 		}
-		xa_unlock_bh(&odp->pages);
-
-		if (!vrdma_odp_may_fault())
-			return -EAGAIN;
-		/* Pages faulted in may be invalidated before we look. */
-		if (!retries--)
-			return -EFAULT;
-		ret = vrdma_odp_fault(odp, va + done, va + length, write, true);
-		if (ret)
-			return ret;
-		cond_resched();
+		if (pc.ret)
+			return pc.ret;
+		done += pc.len;
 	}
 	return 0;
 }
@@ -330,7 +387,7 @@ static void vrdma_prefetch_work(struct work_struct *work)
 
 		/* Advice only: a range that cannot be faulted is left. */
 		vrdma_odp_fault(mr->odp, va, va + p->sge[i].length, p->write,
-				p->fault);
+				p->fault, NULL);
 		vrdma_mr_put(mr);
 	}
 	kfree(p);
@@ -411,7 +468,7 @@ int vrdma_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 		if (!ret)
 			ret = vrdma_odp_fault(mr->odp, va,
 					      va + p->sge[i].length, p->write,
-					      p->fault);
+					      p->fault, NULL);
 		vrdma_mr_put(mr);
 	}
 	kfree(p);

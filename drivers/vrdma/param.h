@@ -37,6 +37,13 @@
 #define VRDMA_VENDOR_PART_ID	0x7672		/* "vr" */
 
 /*
+ * ODP (odp.c): how long one chunk of a page fault may keep being started
+ * over because its range was invalidated meanwhile, before the access
+ * fails.  hmm's own default is 1 s; a debug kernel under TCG needs more.
+ */
+#define VRDMA_ODP_FAULT_TIMEOUT_MS	5000
+
+/*
  * Device memory (dm.c): the largest DM, and the most all DMs of a device
  * hold together.  Each is kernel memory pinned for the life of the DM,
  * also charged to its owner's RLIMIT_MEMLOCK and memory cgroup.

@@ -17,6 +17,11 @@
  * they name and complete on those SRQs' CQs, so nothing is posted to it;
  * ib_core makes it in an XRC domain, other processes of the domain open
  * it by number (ibv_open_qp), and each may modify or destroy its handle.
+ *
+ * Raw packet QPs (IBV_QPT_RAW_PACKET; the kernel asks for CAP_NET_RAW)
+ * have a UD QP's rings; a send WQE has no address handle, its bytes are
+ * the whole Ethernet frame.  They receive what their flows steer to them:
+ * ibv_create_flow() and ibv_destroy_flow() are the kernel's alone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -329,6 +334,39 @@ int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 
 	return ibv_cmd_query_qp(qp, attr, attr_mask, init_attr, &cmd,
 				sizeof(cmd));
+}
+
+/*
+ * A flow steers received frames to a raw packet QP; it is the kernel's
+ * alone (no driver data either way), the ibv_flow only its handle.
+ */
+struct ibv_flow *vrdma_create_flow(struct ibv_qp *qp,
+				   struct ibv_flow_attr *attr)
+{
+	struct ibv_flow *flow;
+	int ret;
+
+	flow = calloc(1, sizeof(*flow));
+	if (!flow)
+		return NULL;
+	ret = ibv_cmd_create_flow(qp, flow, attr, NULL, 0);
+	if (ret) {
+		free(flow);
+		errno = ret;
+		return NULL;
+	}
+	return flow;
+}
+
+int vrdma_destroy_flow(struct ibv_flow *flow)
+{
+	int ret;
+
+	ret = ibv_cmd_destroy_flow(flow);
+	if (ret)
+		return ret;
+	free(flow);
+	return 0;
 }
 
 /* Drops the QP's completions not polled yet from cq (see below). */

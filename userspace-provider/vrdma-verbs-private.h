@@ -660,6 +660,15 @@ int ibv_cmd_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 			 uint16_t lid);
 int ibv_cmd_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid,
 			 uint16_t lid);
+/*
+ * CREATE_FLOW (extended write): the specs of flow_attr, which follow it
+ * in memory, turned into the kernel's form, then ucmd_size bytes of ucmd
+ * (driver data; may be NULL).  Fills flow_id's context and handle.
+ */
+int ibv_cmd_create_flow(struct ibv_qp *qp, struct ibv_flow *flow_id,
+			struct ibv_flow_attr *flow_attr, void *ucmd,
+			size_t ucmd_size);
+int ibv_cmd_destroy_flow(struct ibv_flow *flow_id);
 
 /* ------------------------------------------------------------------------
  * What the layout is on LP64 (x86_64, arm64) with v44; only a guard

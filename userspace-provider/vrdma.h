@@ -341,6 +341,9 @@ int vrdma_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 int vrdma_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr,
 		    int attr_mask);
 int vrdma_destroy_qp(struct ibv_qp *qp);
+struct ibv_flow *vrdma_create_flow(struct ibv_qp *qp,
+				   struct ibv_flow_attr *attr);
+int vrdma_destroy_flow(struct ibv_flow *flow);
 int vrdma_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		    struct ibv_send_wr **bad_wr);
 int vrdma_sq_doorbell(struct vrdma_qp *qp);

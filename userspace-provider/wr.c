@@ -76,6 +76,10 @@ int vrdma_wr_check_ops(struct ibv_context *context, enum ibv_qp_type type,
 	case IBV_QPT_UD:
 		ops = VRDMA_WR_OPS_UD;
 		break;
+	case IBV_QPT_RAW_PACKET:
+		/* a frame has no room for immediate data; no TSO */
+		ops = IBV_QP_EX_WITH_SEND;
+		break;
 	case IBV_QPT_XRC_SEND:
 		ops = VRDMA_WR_OPS_UC | IBV_QP_EX_WITH_RDMA_READ |
 		      VRDMA_WR_OPS_ATOMIC;

@@ -80,6 +80,11 @@ static const struct rdma_stat_desc vrdma_counter_descs[] = {
 	[VRDMA_CNT_RX_QUEUE_FULL].name	= "rx_queue_full",
 	[VRDMA_CNT_RXE_FLUSH_ICRC].name	= "rxe_flush_icrc",
 	[VRDMA_CNT_TX_HELD].name	= "tx_held",
+	[VRDMA_CNT_RAW_SENT_PKTS].name	= "raw_sent_pkts",
+	[VRDMA_CNT_RAW_SENT_BYTES].name	= "raw_sent_bytes",
+	[VRDMA_CNT_RAW_RCVD_PKTS].name	= "raw_rcvd_pkts",
+	[VRDMA_CNT_RAW_RCVD_BYTES].name	= "raw_rcvd_bytes",
+	[VRDMA_CNT_RAW_DROPPED].name	= "raw_dropped",
 	[VRDMA_CNT_RCVD_DROPPED].name	= "rcvd_dropped",
 };
 

@@ -37,6 +37,8 @@ static const char *vrdma_qp_type_name(struct vrdma_qp *qp)
 		return "XRC_INI";
 	case IB_QPT_XRC_TGT:
 		return "XRC_TGT";
+	case IB_QPT_RAW_PACKET:
+		return "RAW_PACKET";
 	default:
 		return "UD";
 	}

@@ -145,6 +145,7 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 	kvfree(vdev->mr_key_byte);
 	vrdma_mw_dev_fini(vdev);
 	vrdma_mcast_dev_fini(vdev);
+	vrdma_raw_dev_fini(vdev);
 	vrdma_xrc_dev_fini(vdev);
 	netdev_put(vdev->ndev, &vdev->ndev_tracker);
 }
@@ -162,6 +163,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.alloc_xrcd = vrdma_alloc_xrcd,
 	.attach_mcast = vrdma_attach_mcast,
 	.create_cq = vrdma_create_cq,
+	.create_flow = vrdma_create_flow,
 	.create_qp = vrdma_create_qp,
 	.create_srq = vrdma_create_srq,
 	.create_ah = vrdma_create_ah,
@@ -175,6 +177,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.dereg_mr = vrdma_dereg_mr,
 	.destroy_ah = vrdma_destroy_ah,
 	.destroy_cq = vrdma_destroy_cq,
+	.destroy_flow = vrdma_destroy_flow,
 	.destroy_qp = vrdma_destroy_qp,
 	.destroy_srq = vrdma_destroy_srq,
 	.detach_mcast = vrdma_detach_mcast,
@@ -253,6 +256,8 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	ret = vrdma_mw_dev_init(vdev);
 	if (!ret)
 		ret = vrdma_mcast_dev_init(vdev);
+	if (!ret)
+		ret = vrdma_raw_dev_init(vdev);
 	if (!vdev->mr_key_byte || ret) {
 		ret = -ENOMEM;
 		goto err_dealloc;

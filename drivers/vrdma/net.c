@@ -220,6 +220,11 @@ static void vrdma_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 		return;
 	}
 	qp = vrdma_qp_get(vdev, pkt->qpn);
+	/* A raw packet QP has no transport: it takes frames only (raw.c). */
+	if (qp && qp->ibqp.qp_type == IB_QPT_RAW_PACKET) {
+		vrdma_qp_put(qp);
+		qp = NULL;
+	}
 	if (!qp) {
 		vrdma_count(vdev, VRDMA_CNT_NO_QP);
 		goto drop;

@@ -31,8 +31,10 @@ static int vrdma_netdev_event(struct notifier_block *nb, unsigned long event,
 	case NETDEV_UNREGISTER:
 		/*
 		 * The netdev waits for our reference; unregistration cannot
-		 * run under RTNL, so it is queued.
+		 * run under RTNL, so it is queued.  The packet tap of the
+		 * flows (raw.c) goes now.
 		 */
+		vrdma_raw_netdev_gone(vdev);
 		ib_unregister_device_queued(&vdev->ibdev);
 		break;
 	case NETDEV_UP:

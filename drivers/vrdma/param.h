@@ -29,6 +29,11 @@
 #define VRDMA_MAX_MCAST_QP_ATTACH 64
 #define VRDMA_MAX_TOTAL_MCAST_QP_ATTACH 2048
 #define VRDMA_MAX_RD_ATOMIC	128
+/*
+ * Flows (raw.c) per device: each is looked at for every frame the bound
+ * netdev receives while there are any, and holds kernel memory.
+ */
+#define VRDMA_MAX_FLOWS		256
 #define VRDMA_MAX_MR_SIZE	BIT_ULL(40)
 #define VRDMA_MAX_FAST_REG_PAGES 512
 #define VRDMA_MAX_PKEYS		1

@@ -178,6 +178,8 @@ enum vrdma_opcode_flags {
 	VRDMA_OPF_ATOMIC_WRITE	= BIT(22),
 	VRDMA_OPF_XRC		= BIT(23),	/* the XRC transport */
 	VRDMA_OPF_XRCETH	= BIT(24),
+	/* not an opcode's: a frame for a raw packet QP (raw.c), no BTH */
+	VRDMA_OPF_RAW		= BIT(25),
 };
 
 /**

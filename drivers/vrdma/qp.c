@@ -276,6 +276,8 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
  * the kernel, always with number 1.  XRC initiator QPs are created for
  * processes (a kernel work request has no field for the target's SRQ);
  * XRC target QPs by ib_core for an XRCD (@udata NULL, no PD, no CQs).
+ * Raw packet QPs (raw.c) only for processes, which ib_core lets create
+ * one only with CAP_NET_RAW; their rings are a UD QP's.
  *
  * Return: 0, -EOPNOTSUPP for QP types and flags not implemented, -EINVAL
  * for capabilities beyond the device's or a target QP without XRCD,
@@ -297,7 +299,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
 	     init->qp_type != IB_QPT_UD && init->qp_type != IB_QPT_XRC_TGT &&
 	     (init->qp_type != IB_QPT_GSI || udata) &&
-	     (init->qp_type != IB_QPT_XRC_INI || !udata)) ||
+	     (init->qp_type != IB_QPT_XRC_INI || !udata) &&
+	     (init->qp_type != IB_QPT_RAW_PACKET || !udata)) ||
 	    init->create_flags)
 		return -EOPNOTSUPP;
 	if (init->qp_type == IB_QPT_GSI && init->port_num != VRDMA_PORT)
@@ -674,8 +677,9 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct vrdma_dev *vdev = qp->vdev;
 
 	vrdma_debugfs_qp_del(qp);
-	/* No multicast group may reach the QP any more. */
+	/* No multicast group nor flow may reach the QP any more. */
 	vrdma_mcast_qp_destroy(qp);
+	vrdma_raw_qp_destroy(qp);
 	vrdma_qp_lock(qp);
 	WRITE_ONCE(qp->destroyed, true);
 	vrdma_qp_unlock(qp);

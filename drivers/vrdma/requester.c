@@ -29,7 +29,8 @@
  * UC sends the same packets (in the UC opcode range) but nobody
  * acknowledges them: a WQE is complete once its last packet is sent.  UD
  * sends one packet per WQE, to the destination of the WQE's address handle
- * (ud.c).  A failed WQE of either stops only the SQ (SQE), not the QP.
+ * (ud.c); a raw packet QP sends its WQE's bytes as one Ethernet frame
+ * (raw.c).  A failed WQE of these stops only the SQ (SQE), not the QP.
  */
 #include "vrdma.h"
 #include "pkt.h"
@@ -44,7 +45,8 @@ static bool vrdma_wqe_local(const struct vrdma_send_wqe *wqe)
 }
 
 /*
- * UD QPs (and QP1) only send; UC QPs send, write and use memory windows;
+ * UD QPs (and QP1) only send, raw packet QPs only SEND (a frame has no
+ * room for immediate data); UC QPs send, write and use memory windows;
  * RC QPs do everything (UC has no SEND with invalidate opcodes, no READ, no
  * atomics); XRC initiators all RC does but the memory placement extensions,
  * which have no XRC opcodes here.
@@ -53,8 +55,9 @@ static bool vrdma_op_on_qp_type(enum ib_qp_type type, u8 opcode)
 {
 	switch (opcode) {
 	case IB_UVERBS_WR_SEND:
-	case IB_UVERBS_WR_SEND_WITH_IMM:
 		return true;
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+		return type != IB_QPT_RAW_PACKET;
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 	case IB_UVERBS_WR_BIND_MW:
@@ -497,6 +500,16 @@ static int vrdma_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	return 0;
 }
 
+/* Send the next packet (or frame) of @swqe: as vrdma_send_packet(). */
+static int vrdma_req_send_one(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
+{
+	if (vrdma_qp_is_ud(qp))
+		return vrdma_ud_send_packet(qp, swqe);
+	if (qp->ibqp.qp_type == IB_QPT_RAW_PACKET)
+		return vrdma_raw_send(qp, swqe);
+	return vrdma_send_packet(qp, swqe);
+}
+
 /*
  * Is there an RDMA READ or ATOMIC not completed before @idx? (for the
  * fence flag)
@@ -654,9 +667,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 				vrdma_qp_continue(qp);
 			break;
 		}
-		if (vrdma_qp_is_ud(qp) ?
-		    vrdma_ud_send_packet(qp, swqe) :
-		    vrdma_send_packet(qp, swqe)) {
+		if (vrdma_req_send_one(qp, swqe)) {
 			/* Out of memory: try again on the next run. */
 			vrdma_qp_continue(qp);
 			break;

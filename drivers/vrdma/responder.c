@@ -1193,7 +1193,8 @@ static bool vrdma_xrc_request(struct vrdma_qp *qp, struct sk_buff *skb)
  * An RC request is checked in the order of IBA 9.7.5 (PSN, opcode
  * sequence and length, access rights, a receive WQE) before anything is
  * executed; an XRC request first takes the SRQ its XRCETH names, with its
- * PD and CQ (vrdma_xrc_bind()).  UC and UD have responders of their own.
+ * PD and CQ (vrdma_xrc_bind()).  UC and UD have responders of their own,
+ * and so have raw packet QPs, which receive frames, not packets (raw.c).
  */
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 {
@@ -1209,6 +1210,9 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	case IB_QPT_UD:
 	case IB_QPT_GSI:
 		vrdma_ud_responder(qp, skb);
+		return;
+	case IB_QPT_RAW_PACKET:
+		vrdma_raw_responder(qp, skb);
 		return;
 	default:
 		break;

@@ -73,7 +73,9 @@
  *   rtnl_lock (link add and delete, netdev events, multicast joins)
  *   vrdma_devices_lock, vrdma_nets_lock
  *   a multicast group table's mutex (mcast.c), an XRCD's mutex (xrc.c:
- *     an XRC SRQ being destroyed visits the target QPs)
+ *     an XRC SRQ being destroyed visits the target QPs), a device's flow
+ *     mutex (raw.c: flows and the packet tap; taken under RTNL, never
+ *     with a QP's mutex)
  *   qp->mutex, then VRDMA_QP_OWNED (vrdma_qp_lock())
  *   a peer QP's mutex and bit: only by trylock, so two QPs sending to
  *     each other never wait for each other
@@ -338,7 +340,9 @@ static bool vrdma_qp_queue_rx(struct vrdma_qp *qp, struct sk_buff *skb)
 /**
  * vrdma_qp_rcv() - hand a received packet to its QP
  * @qp: the destination QP, referenced by the caller
- * @skb: the checked packet (see struct vrdma_pkt); consumed
+ * @skb: the checked packet (see struct vrdma_pkt), or a frame for a raw
+ *	packet QP (raw.c: VRDMA_OPF_RAW, which the task hands to
+ *	vrdma_raw_responder()); consumed
  *
  * Context: any, typically softirq.  The packet is queued: for the task or
  * doorbell running the QP right now, which takes it in before it lets go

@@ -256,6 +256,9 @@ void vrdma_timed_out(struct vrdma_qp *qp);
 /* ud.c: UD datagrams, one packet per message */
 int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
 void vrdma_ud_responder(struct vrdma_qp *qp, struct sk_buff *skb);
+/* raw.c: raw packet QPs, one Ethernet frame per message */
+int vrdma_raw_send(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
+void vrdma_raw_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 /* loopback.c: RC messages between QPs of this host, without packets */
 int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe);
 

@@ -29,6 +29,8 @@
  *   xrc.c       XRC: domains, SRQ numbers, the target QP's SRQ per message
  *   ah.c        address handles: where a UD send goes
  *   mcast.c     UD multicast: groups of QPs, attach and detach
+ *   raw.c       raw packet QPs: Ethernet frames sent on the netdev, and
+ *               flow steering of received frames to them
  *   param.h     every limit and tunable
  *   transport.h the transport's state: send WQEs in flight, requester,
  *               responder, PSNs
@@ -177,6 +179,11 @@ enum vrdma_counter {
 	VRDMA_CNT_RX_QUEUE_FULL,	/* dropped: VRDMA_RX_QUEUE_MAX queued */
 	VRDMA_CNT_RXE_FLUSH_ICRC,	/* FLUSHes with rdma_rxe's ICRC taken */
 	VRDMA_CNT_TX_HELD,	/* a QP's packets held behind its others */
+	VRDMA_CNT_RAW_SENT_PKTS,	/* raw packet QPs: frames sent */
+	VRDMA_CNT_RAW_SENT_BYTES,
+	VRDMA_CNT_RAW_RCVD_PKTS,	/* frames placed in receive WQEs */
+	VRDMA_CNT_RAW_RCVD_BYTES,
+	VRDMA_CNT_RAW_DROPPED,		/* steered frames not placed */
 	VRDMA_NUM_COUNTERS
 };
 
@@ -211,6 +218,7 @@ enum vrdma_counter {
  * @ah_next: where the cyclic search for a free AH handle resumes
  * @net: the tunnel sockets of the netdev's namespace (net.c)
  * @mcast: its multicast groups (mcast.c)
+ * @raw: its flows, and the packet tap (raw.c)
  * @parent: the parent device, whose net/ names @ndev (parent.c)
  * @counters: enum vrdma_counter
  * @debugfs: its directory under /sys/kernel/debug/vrdma (debugfs.c)
@@ -242,6 +250,7 @@ struct vrdma_dev {
 	u32 srq_next;
 	struct vrdma_net *net;
 	struct vrdma_mcast *mcast;
+	struct vrdma_raw *raw;
 	struct vrdma_parent *parent;
 	atomic64_t counters[VRDMA_NUM_COUNTERS];
 	struct dentry *debugfs;
@@ -543,6 +552,7 @@ struct vrdma_ah {
  * @debugfs: its file, showing the rings (debugfs.c)
  * @xrcd: an XRC target QP's XRC domain, else NULL
  * @xrc_entry: an XRC target QP's entry in @xrcd's list
+ * @raw_flows: a raw packet QP that has had flows (raw.c)
  */
 struct vrdma_qp {
 	struct ib_qp ibqp;
@@ -586,6 +596,7 @@ struct vrdma_qp {
 	struct dentry *debugfs;
 	struct vrdma_xrcd *xrcd;
 	struct list_head xrc_entry;
+	bool raw_flows;
 };
 
 /**
@@ -1054,6 +1065,15 @@ void vrdma_mcast_qp_destroy(struct vrdma_qp *qp);
 void vrdma_mcast_rcv(struct vrdma_dev *vdev, struct sk_buff *skb,
 		     unsigned int bytes);
 bool vrdma_mcast_member(struct vrdma_dev *vdev, const union ib_gid *mgid);
+
+/* raw.c */
+int vrdma_raw_dev_init(struct vrdma_dev *vdev);
+void vrdma_raw_dev_fini(struct vrdma_dev *vdev);
+void vrdma_raw_netdev_gone(struct vrdma_dev *vdev);
+struct ib_flow *vrdma_create_flow(struct ib_qp *ibqp, struct ib_flow_attr *attr,
+				  struct ib_udata *udata);
+int vrdma_destroy_flow(struct ib_flow *ibflow);
+void vrdma_raw_qp_destroy(struct vrdma_qp *qp);
 
 /* kverbs.c */
 int vrdma_kpost_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,

@@ -855,7 +855,9 @@ TEST(verbs_qp_ex)
 	X(ibv_cmd_create_qp_ex) X(ibv_cmd_open_qp) X(ibv_cmd_query_qp)	\
 	X(ibv_cmd_modify_qp) X(ibv_cmd_destroy_qp) X(ibv_cmd_post_send)	\
 	X(ibv_cmd_post_recv) X(ibv_cmd_create_ah) X(ibv_cmd_destroy_ah) \
-	X(ibv_cmd_alloc_dm) X(ibv_cmd_free_dm) X(ibv_cmd_reg_dm_mr)
+	X(ibv_cmd_alloc_dm) X(ibv_cmd_free_dm) X(ibv_cmd_reg_dm_mr)	\
+	X(ibv_cmd_attach_mcast) X(ibv_cmd_detach_mcast)			\
+	X(ibv_cmd_create_flow) X(ibv_cmd_destroy_flow)
 
 TEST(private_symbols)
 {

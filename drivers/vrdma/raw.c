@@ -736,13 +736,7 @@ int vrdma_raw_send(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	skb_set_network_header(skb, tagged ? VLAN_ETH_HLEN : ETH_HLEN);
 	skb->dev = ndev;
 
-	swqe->first_psn = psn;
-	swqe->last_psn = psn;
-	swqe->state = VRDMA_SWQE_SENT;
-	qp->req.psn = vrdma_psn_add(psn, 1);
-	vrdma_req_psn_sent(qp);
-	qp->req.cur++;
-	qp->req.offset = 0;
+	vrdma_req_datagram_sent(qp, swqe, psn);
 
 	vrdma_count(vdev, VRDMA_CNT_RAW_SENT_PKTS);
 	vrdma_count_add(vdev, VRDMA_CNT_RAW_SENT_BYTES, len);

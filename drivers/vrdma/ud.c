@@ -100,13 +100,7 @@ int vrdma_ud_send_packet(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	vrdma_bth_init(skb, dqpn, psn, wqe->flags & VRDMA_SEND_SOLICITED,
 		       false);
 
-	swqe->first_psn = psn;
-	swqe->last_psn = psn;
-	swqe->state = VRDMA_SWQE_SENT;
-	qp->req.psn = vrdma_psn_add(psn, 1);
-	vrdma_req_psn_sent(qp);
-	qp->req.cur++;
-	qp->req.offset = 0;
+	vrdma_req_datagram_sent(qp, swqe, psn);
 	/* A lost datagram is the receiver's problem; errors are counted. */
 	vrdma_pkt_send(qp->vdev, &ah->av, NULL, skb);
 out:

@@ -756,6 +756,22 @@ static inline void vrdma_req_psn_sent(struct vrdma_qp *qp)
 		qp->req.max_psn = qp->req.psn;
 }
 
+/*
+ * A message of one packet without acknowledgment (UD, raw) left with PSN
+ * @psn: the requester moves on to the next WQE.
+ */
+static inline void vrdma_req_datagram_sent(struct vrdma_qp *qp,
+					   struct vrdma_swqe *swqe, u32 psn)
+{
+	swqe->first_psn = psn;
+	swqe->last_psn = psn;
+	swqe->state = VRDMA_SWQE_SENT;
+	qp->req.psn = vrdma_psn_add(psn, 1);
+	vrdma_req_psn_sent(qp);
+	qp->req.cur++;
+	qp->req.offset = 0;
+}
+
 /* Requests sent and not acknowledged: since a rewind, @psn is not it. */
 static inline bool vrdma_req_outstanding(const struct vrdma_qp *qp)
 {

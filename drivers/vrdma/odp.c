@@ -375,22 +375,37 @@ u64 vrdma_odp_user_start(struct vrdma_mr *mr)
 	return mr->odp->start;
 }
 
-static void vrdma_prefetch_work(struct work_struct *work)
+/*
+ * Fault in the ranges of @p (after a failure the rest too only if @all:
+ * advice need not stop at one range), drop its MR references and free it.
+ * Returns the first error.
+ */
+static int vrdma_prefetch_run(struct vrdma_prefetch *p, bool all)
 {
-	struct vrdma_prefetch *p = container_of(work, struct vrdma_prefetch,
-						work);
+	int ret = 0, err;
 	u32 i;
 
 	for (i = 0; i < p->num; i++) {
 		struct vrdma_mr *mr = p->sge[i].mr;
 		u64 va = vrdma_odp_va(mr, p->sge[i].iova);
 
-		/* Advice only: a range that cannot be faulted is left. */
-		vrdma_odp_fault(mr->odp, va, va + p->sge[i].length, p->write,
-				p->fault, NULL);
+		if (!ret || all) {
+			err = vrdma_odp_fault(mr->odp, va,
+					      va + p->sge[i].length, p->write,
+					      p->fault, NULL);
+			if (!ret)
+				ret = err;
+		}
 		vrdma_mr_put(mr);
 	}
 	kfree(p);
+	return ret;
+}
+
+static void vrdma_prefetch_work(struct work_struct *work)
+{
+	vrdma_prefetch_run(container_of(work, struct vrdma_prefetch, work),
+			   true);
 }
 
 /**
@@ -449,28 +464,16 @@ int vrdma_advise_mr(struct ib_pd *ibpd, enum ib_uverbs_advise_mr_advice advice,
 			break;
 		}
 	}
-	if (ret || !(flags & IB_UVERBS_ADVISE_MR_FLAG_FLUSH)) {
-		if (!ret) {
-			INIT_WORK(&p->work, vrdma_prefetch_work);
-			vrdma_queue_background(&p->work);
-			return 0;
-		}
+	if (ret) {
 		for (i = 0; i < p->num; i++)
 			vrdma_mr_put(p->sge[i].mr);
 		kfree(p);
 		return ret;
 	}
-
-	for (i = 0; i < p->num; i++) {
-		struct vrdma_mr *mr = p->sge[i].mr;
-		u64 va = vrdma_odp_va(mr, p->sge[i].iova);
-
-		if (!ret)
-			ret = vrdma_odp_fault(mr->odp, va,
-					      va + p->sge[i].length, p->write,
-					      p->fault, NULL);
-		vrdma_mr_put(mr);
+	if (!(flags & IB_UVERBS_ADVISE_MR_FLAG_FLUSH)) {
+		INIT_WORK(&p->work, vrdma_prefetch_work);
+		vrdma_queue_background(&p->work);
+		return 0;
 	}
-	kfree(p);
-	return ret;
+	return vrdma_prefetch_run(p, false);
 }

@@ -996,6 +996,28 @@ TEST_F(odp, atomics)
 }
 
 /*
+ * An RC pair, A on @da without an SRQ, B on @db taking its receives from
+ * @srq: rc_pair_create()'s steps, by hand.  A sends from @psn_ab, B from
+ * @psn_ba.
+ */
+static void srq_pair_create(struct __test_metadata *_metadata,
+			    struct rc_pair *p, struct rc_dev *da,
+			    struct rc_dev *db, struct ibv_srq *srq,
+			    uint32_t psn_ab, uint32_t psn_ba)
+{
+	memset(p, 0, sizeof(*p));
+	p->o.access = QP_ACCESS;
+	rc_opts_default(&p->o, da);
+	rc_qp_create(_metadata, &p->a, da, &p->o);
+	p->o.srq = srq;
+	rc_qp_create(_metadata, &p->b, db, &p->o);
+	p->a.sq_psn = p->b.rq_psn = psn_ab;
+	p->b.sq_psn = p->a.rq_psn = psn_ba;
+	rc_qp_connect(_metadata, &p->a, &p->b, QP_ACCESS);
+	rc_qp_connect(_metadata, &p->b, &p->a, QP_ACCESS);
+}
+
+/*
  * An SRQ at B whose receive WQEs point into an ODP buffer nobody touched,
  * slots of 70000 bytes across page boundaries; A's SENDs of many sizes
  * from ODP memory land in the WQE they took, every byte in place.
@@ -1006,7 +1028,6 @@ TEST_F_TIMEOUT(odp, srq, 120)
 	struct ibv_srq_init_attr sa = {
 		.attr = { .max_wr = 16, .max_sge = 1 },
 	};
-	struct rc_opts o = { .access = QP_ACCESS };
 	struct rc_pair *p = &self->e.p;
 	struct rc_buf src, dst;
 	struct ibv_srq *srq;
@@ -1021,17 +1042,8 @@ TEST_F_TIMEOUT(odp, srq, 120)
 	ASSERT_NE(NULL, srq) {
 		TH_LOG("ibv_create_srq: %s", strerror(errno));
 	}
-	/* A without an SRQ, B on it: rc_pair_create()'s steps, by hand. */
-	memset(p, 0, sizeof(*p));
-	p->o = o;
-	rc_opts_default(&p->o, self->da);
-	rc_qp_create(_metadata, &p->a, self->da, &p->o);
-	p->o.srq = srq;
-	rc_qp_create(_metadata, &p->b, self->db, &p->o);
-	p->a.sq_psn = p->b.rq_psn = 0xfffff0;
-	p->b.sq_psn = p->a.rq_psn = 0x123456;
-	rc_qp_connect(_metadata, &p->a, &p->b, o.access);
-	rc_qp_connect(_metadata, &p->b, &p->a, o.access);
+	srq_pair_create(_metadata, p, self->da, self->db, srq, 0xfffff0,
+			0x123456);
 
 	fresh_buf(_metadata, &src, self->da->pd, size, ODP_ACCESS);
 	fresh_buf(_metadata, &dst, self->db->pd, size, ODP_ACCESS);
@@ -1096,7 +1108,6 @@ TEST_F_TIMEOUT(odp, srq_other_pd, 120)
 	struct ibv_srq_init_attr sa = {
 		.attr = { .max_wr = 4, .max_sge = 1 },
 	};
-	struct rc_opts o = { .access = QP_ACCESS };
 	struct rc_pair *p = &self->e.p;
 	struct ibv_recv_wr rwr, *rbad;
 	struct ibv_send_wr wr;
@@ -1113,16 +1124,7 @@ TEST_F_TIMEOUT(odp, srq_other_pd, 120)
 	ASSERT_NE(NULL, srq) {
 		TH_LOG("ibv_create_srq: %s", strerror(errno));
 	}
-	memset(p, 0, sizeof(*p));
-	p->o = o;
-	rc_opts_default(&p->o, self->da);
-	rc_qp_create(_metadata, &p->a, self->da, &p->o);
-	p->o.srq = srq;
-	rc_qp_create(_metadata, &p->b, self->db, &p->o);
-	p->a.sq_psn = p->b.rq_psn = 0x10;
-	p->b.sq_psn = p->a.rq_psn = 0x20;
-	rc_qp_connect(_metadata, &p->a, &p->b, o.access);
-	rc_qp_connect(_metadata, &p->b, &p->a, o.access);
+	srq_pair_create(_metadata, p, self->da, self->db, srq, 0x10, 0x20);
 
 	/* Pinned at the sender; ODP, never touched, in the SRQ's PD. */
 	fresh_buf(_metadata, &src, self->da->pd, size, PLAIN_ACCESS);

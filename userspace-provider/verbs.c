@@ -12,6 +12,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/rdma_user_ioctl.h>
 
 #include "vrdma.h"
 
@@ -258,6 +262,78 @@ struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 		errno = ret;
 		return NULL;
 	}
+	return &vmr->ibv_mr;
+}
+
+/*
+ * ibv_reg_dmabuf_mr(): @length bytes at @offset of the dma-buf @fd, at
+ * @iova.  Sent as a raw UVERBS_METHOD_REG_DMABUF_MR: the ibv_cmd_ helper
+ * changed its arguments between the rdma-core releases libvrdma builds
+ * against.  The kernel checks the range, the buffer and the rights.
+ */
+struct ibv_mr *vrdma_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+				   size_t length, uint64_t iova, int fd,
+				   int access)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[9];
+	} cmd;
+	struct ib_uverbs_attr *a = cmd.attrs;
+	uint32_t lkey = 0, rkey = 0;
+	struct verbs_mr *vmr;
+
+	vmr = calloc(1, sizeof(*vmr));
+	if (!vmr)
+		return NULL;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.length = sizeof(cmd);
+	cmd.hdr.object_id = UVERBS_OBJECT_MR;
+	cmd.hdr.method_id = UVERBS_METHOD_REG_DMABUF_MR;
+	cmd.hdr.num_attrs = 9;
+	cmd.hdr.driver_id = RDMA_DRIVER_UNKNOWN;
+	/* the new MR's handle comes back in .data */
+	a[0].attr_id = UVERBS_ATTR_REG_DMABUF_MR_HANDLE;
+	a[1].attr_id = UVERBS_ATTR_REG_DMABUF_MR_PD_HANDLE;
+	a[1].data = pd->handle;
+	a[2].attr_id = UVERBS_ATTR_REG_DMABUF_MR_OFFSET;
+	a[2].len = sizeof(uint64_t);
+	a[2].data = offset;
+	a[3].attr_id = UVERBS_ATTR_REG_DMABUF_MR_LENGTH;
+	a[3].len = sizeof(uint64_t);
+	a[3].data = length;
+	a[4].attr_id = UVERBS_ATTR_REG_DMABUF_MR_IOVA;
+	a[4].len = sizeof(uint64_t);
+	a[4].data = iova;
+	a[5].attr_id = UVERBS_ATTR_REG_DMABUF_MR_FD;
+	a[5].len = sizeof(uint32_t);
+	a[5].data = (uint32_t)fd;
+	a[6].attr_id = UVERBS_ATTR_REG_DMABUF_MR_ACCESS_FLAGS;
+	a[6].len = sizeof(uint64_t);
+	a[6].data = (uint32_t)access;
+	a[7].attr_id = UVERBS_ATTR_REG_DMABUF_MR_RESP_LKEY;
+	a[7].len = sizeof(lkey);
+	a[7].data = (uintptr_t)&lkey;
+	a[8].attr_id = UVERBS_ATTR_REG_DMABUF_MR_RESP_RKEY;
+	a[8].len = sizeof(rkey);
+	a[8].data = (uintptr_t)&rkey;
+	for (int i = 0; i < 9; i++)
+		a[i].flags = UVERBS_ATTR_F_MANDATORY;
+
+	if (ioctl(pd->context->cmd_fd, RDMA_VERBS_IOCTL, &cmd)) {
+		free(vmr);
+		return NULL;	/* errno is the kernel's */
+	}
+	vmr->ibv_mr.context = pd->context;
+	vmr->ibv_mr.pd = pd;
+	vmr->ibv_mr.handle = (uint32_t)a[0].data;
+	vmr->ibv_mr.lkey = lkey;
+	vmr->ibv_mr.rkey = rkey;
+	vmr->ibv_mr.addr = (void *)(uintptr_t)offset;
+	vmr->ibv_mr.length = length;
+	vmr->mr_type = IBV_MR_TYPE_DMABUF_MR;
+	vmr->access = access;
 	return &vmr->ibv_mr;
 }
 

@@ -79,6 +79,7 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.query_qp = vrdma_query_qp,
 	.query_srq = vrdma_query_srq,
 	.reg_dm_mr = vrdma_reg_dm_mr,
+	.reg_dmabuf_mr = vrdma_reg_dmabuf_mr,
 	.reg_mr = vrdma_reg_mr,
 	.req_notify_cq = vrdma_req_notify_cq,
 	.rereg_mr = vrdma_rereg_mr,

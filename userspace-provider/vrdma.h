@@ -272,6 +272,9 @@ struct ibv_pd *vrdma_alloc_pd(struct ibv_context *context);
 int vrdma_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *vrdma_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			    uint64_t hca_va, int access);
+struct ibv_mr *vrdma_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+				   size_t length, uint64_t iova, int fd,
+				   int access);
 int vrdma_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
 		   void *addr, size_t length, int access);
 int vrdma_dereg_mr(struct verbs_mr *vmr);

@@ -13,7 +13,11 @@
  *   6.10  __assign_str() lost its source argument     vrdma_assign_str()
  *   6.11  create_cq gets a uverbs_attr_bundle         VRDMA_CQ_ATTRS,
  *         (its driver_udata is the former udata)      vrdma_cq_udata()
+ *   6.2   dma_buf_vmap() wants the reservation lock;  vrdma_dma_buf_vmap()
+ *         dma_buf_vmap_unlocked() takes it
  *   6.12  asm/unaligned.h moved to linux/unaligned.h  include compat.h
+ *   6.12  reg_user_mr_dmabuf gets a uverbs_attr_bundle VRDMA_DMABUF_ATTRS,
+ *                                                     vrdma_dmabuf_udata()
  */
 #ifndef VRDMA_COMPAT_H
 #define VRDMA_COMPAT_H
@@ -102,6 +106,38 @@ static inline struct ib_udata *vrdma_cq_udata(struct uverbs_attr_bundle *attrs)
 #define VRDMA_CQ_ATTRS struct ib_udata
 
 static inline struct ib_udata *vrdma_cq_udata(struct ib_udata *udata)
+{
+	return udata;
+}
+#endif
+
+/*
+ * An importer's CPU mapping of a whole dma-buf, taking and dropping the
+ * buffer's reservation lock (6.2), or its mutex (6.1) inside.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define vrdma_dma_buf_vmap(dmabuf, map) dma_buf_vmap_unlocked(dmabuf, map)
+#define vrdma_dma_buf_vunmap(dmabuf, map) dma_buf_vunmap_unlocked(dmabuf, map)
+#else
+#define vrdma_dma_buf_vmap(dmabuf, map) dma_buf_vmap(dmabuf, map)
+#define vrdma_dma_buf_vunmap(dmabuf, map) dma_buf_vunmap(dmabuf, map)
+#endif
+
+/* The last argument of ib_device_ops.reg_user_mr_dmabuf, and its udata. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0)
+#include <rdma/uverbs_ioctl.h>
+
+#define VRDMA_DMABUF_ATTRS struct uverbs_attr_bundle
+
+static inline struct ib_udata *
+vrdma_dmabuf_udata(struct uverbs_attr_bundle *attrs)
+{
+	return attrs ? &attrs->driver_udata : NULL;
+}
+#else
+#define VRDMA_DMABUF_ATTRS struct ib_udata
+
+static inline struct ib_udata *vrdma_dmabuf_udata(struct ib_udata *udata)
 {
 	return udata;
 }

@@ -203,6 +203,7 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.query_ucontext = vrdma_query_ucontext,
 	.reg_dm_mr = vrdma_reg_dm_mr,
 	.reg_user_mr = vrdma_reg_user_mr,
+	.reg_user_mr_dmabuf = vrdma_reg_user_mr_dmabuf,
 	.advise_mr = vrdma_advise_mr,
 	.req_notify_cq = vrdma_req_notify_cq,
 	.rereg_user_mr = vrdma_rereg_user_mr,

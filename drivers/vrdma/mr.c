@@ -233,9 +233,11 @@ struct ib_mr *vrdma_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
  * with memory windows bound to it keeps everything.
  *
  * Return: NULL (changed in place), the new MR, or ERR_PTR: -EBUSY while
- * windows are bound, -EOPNOTSUPP for unknown flags or rights, -EINVAL as
- * reg_user_mr, and for a DMA MR, or the error of ib_umem_get() (-EFAULT
- * for write rights to memory that may not be written).
+ * windows are bound, -EOPNOTSUPP for unknown flags or rights and for a new
+ * translation of a dma-buf MR, -EACCES for rights that write into a dma-buf
+ * opened read-only, -EINVAL as reg_user_mr, and for a DMA MR, or the error
+ * of ib_umem_get() (-EFAULT for write rights to memory that may not be
+ * written).
  */
 struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
@@ -255,8 +257,14 @@ struct ib_mr *vrdma_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = mr->access;
 	ret = vrdma_user_access_ok(access);
+	if (!ret)
+		ret = vrdma_dmabuf_check_access(mr, access);
 	if (ret)
 		return ERR_PTR(ret);
+	/* A dma-buf MR's memory is the buffer's: no other translation. */
+	if (mr->dmabuf && (flags & IB_MR_REREG_TRANS ||
+			   access & IB_ACCESS_ON_DEMAND))
+		return ERR_PTR(-EOPNOTSUPP);
 	if (!(flags & IB_MR_REREG_TRANS) && mr->umem &&
 	    ((ib_access_writable(access) && !mr->umem->writable) ||
 	     (access & IB_ACCESS_ON_DEMAND))) {
@@ -369,6 +377,7 @@ int vrdma_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	if (mr->umem)
 		ib_umem_release(mr->umem);
 	vrdma_odp_fini(mr);
+	vrdma_dmabuf_fini(mr);
 	kfree_rcu(mr, rcu);
 	return 0;
 }

@@ -178,7 +178,8 @@ static int vrdma_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 	if (rdma_nl_put_driver_string(msg, "type",
 				      READ_ONCE(mr->dma) ? "dma" :
 				      ibmr->type == IB_MR_TYPE_DM ? "dm" :
-				      mr->odp ? "odp" : "user") ||
+				      mr->odp ? "odp" :
+				      mr->dmabuf ? "dmabuf" : "user") ||
 	    (mr->odp &&
 	     rdma_nl_put_driver_u64(msg, "odp_pages",
 				    vrdma_odp_mapped_pages(mr))) ||

@@ -359,6 +359,8 @@ enum vrdma_mr_state {
  * @fr_page_shift: fast-reg: log2 of ibmr.page_size at map_mr_sg
  * @odp: an on-demand paging MR: its pages are looked up here, not in
  *	@pages (odp.c)
+ * @dmabuf: an MR on a dma-buf: the buffer and its mapping, which hold
+ *	@pages in place (dmabuf.c)
  * @num_mw: memory windows bound to it; -1 while dereg or rereg owns it, so
  *	that no bind can take it meanwhile.  Binds take it, and rereg changes
  *	@pd and @access in place, under the xa_lock of vdev->mw_xa (mw.c)
@@ -385,6 +387,7 @@ struct vrdma_mr {
 	u32 fr_npages;
 	u32 fr_page_shift;
 	struct vrdma_odp *odp;
+	struct vrdma_dmabuf *dmabuf;
 	atomic_t num_mw;
 	refcount_t refs;
 	struct completion done;
@@ -924,6 +927,13 @@ struct ib_mr *vrdma_reg_dm_mr(struct ib_pd *ibpd, struct ib_dm *ibdm,
 			      struct ib_dm_mr_attr *attr,
 			      struct uverbs_attr_bundle *attrs);
 void vrdma_dm_dev_init(struct vrdma_dev *vdev);
+
+/* dmabuf.c */
+struct ib_mr *vrdma_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+				       u64 length, u64 iova, int fd,
+				       int access, VRDMA_DMABUF_ATTRS *attrs);
+int vrdma_dmabuf_check_access(struct vrdma_mr *mr, int access);
+void vrdma_dmabuf_fini(struct vrdma_mr *mr);
 
 /* frmr.c */
 struct ib_mr *vrdma_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,

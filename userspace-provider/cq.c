@@ -28,7 +28,7 @@ static struct vrdma_cq *vrdma_cq_alloc(void)
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return NULL;
-	ret = pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	ret = vrdma_lock_init(&cq->lock);
 	if (ret) {
 		free(cq);
 		errno = ret;
@@ -39,7 +39,7 @@ static struct vrdma_cq *vrdma_cq_alloc(void)
 
 static void vrdma_cq_free(struct vrdma_cq *cq)
 {
-	pthread_spin_destroy(&cq->lock);
+	vrdma_lock_destroy(&cq->lock);
 	free(cq);
 }
 
@@ -125,7 +125,7 @@ int vrdma_resize_cq(struct ibv_cq *ibcq, int cqe)
 	struct vrdma_uring ring = {};
 	int ret;
 
-	pthread_spin_lock(&cq->lock);
+	vrdma_lock(&cq->lock);
 
 	ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd),
 				&resp.ibv_resp, sizeof(resp));
@@ -148,7 +148,7 @@ int vrdma_resize_cq(struct ibv_cq *ibcq, int cqe)
 	cq->ring = ring;
 
 out:
-	pthread_spin_unlock(&cq->lock);
+	vrdma_unlock(&cq->lock);
 	return ret;
 }
 
@@ -184,12 +184,12 @@ int vrdma_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	int ret;
 
-	pthread_spin_lock(&cq->lock);
+	vrdma_lock(&cq->lock);
 	if (cq->ring.hdr)
 		ret = vrdma_cq_poll_ring(&cq->ring, num_entries, wc);
 	else
 		ret = -EIO;	/* lost its ring in resize_cq */
-	pthread_spin_unlock(&cq->lock);
+	vrdma_unlock(&cq->lock);
 	if (ret > 0)
 		vrdma_trace_poll(ibcq, wc, ret);
 	return ret;
@@ -232,13 +232,13 @@ static int vrdma_start_poll(struct ibv_cq_ex *cqx,
 	if (attr && attr->comp_mask)
 		return EINVAL;
 
-	pthread_spin_lock(&cq->lock);
+	vrdma_lock(&cq->lock);
 	if (cq->ring.hdr)
 		ret = vrdma_cq_take(&cq->ring, &cq->cur);
 	else
 		ret = EIO;	/* lost its ring in resize_cq */
 	if (ret) {
-		pthread_spin_unlock(&cq->lock);
+		vrdma_unlock(&cq->lock);
 		return ret;
 	}
 	vrdma_cq_ex_load(cq);
@@ -262,7 +262,7 @@ static void vrdma_end_poll(struct ibv_cq_ex *cqx)
 	struct vrdma_cq *cq = to_vcq_ex(cqx);
 
 	vrdma_cq_release(&cq->ring);
-	pthread_spin_unlock(&cq->lock);
+	vrdma_unlock(&cq->lock);
 }
 
 static enum ibv_wc_opcode vrdma_wc_read_opcode(struct ibv_cq_ex *cqx)
@@ -323,9 +323,11 @@ static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *cqx)
  * ibv_create_cq_ex().  libibverbs has already refused wc_flags it does not
  * know; the kernel is asked nothing it cannot do: no wc_flags beyond
  * struct ibv_wc's, and of the creation flags only
- * IBV_CREATE_CQ_ATTR_SINGLE_THREADED, a promise we may ignore (the lock is
- * uncontended then).  A parent domain (IBV_CQ_INIT_ATTR_MASK_PD) must be one
- * of this context; the kernel's CQ knows none, its ring being the kernel's.
+ * IBV_CREATE_CQ_ATTR_SINGLE_THREADED, the application's promise that one
+ * thread at a time polls, which lets polling go without the ring's lock,
+ * as a parent domain with a thread domain does.  A parent domain
+ * (IBV_CQ_INIT_ATTR_MASK_PD) must be one of this context; the kernel's CQ
+ * knows none, its ring being the kernel's.
  * Every read_* function of a supported field is set, whether or not
  * wc_flags asked for it.
  */
@@ -363,6 +365,11 @@ struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 				   &resp.ibv_resp, sizeof(resp), 0);
 	if (!vrdma_cq_created(context, cq, ret, &resp.drv_payload.cq))
 		return NULL;
+	if (((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	     vrdma_pd_single_threaded(attr->parent_domain)))
+		cq->lock.single = true;
 
 	cqx = &cq->vcq.cq_ex;
 	cqx->start_poll = vrdma_start_poll;

@@ -112,16 +112,16 @@ static struct vrdma_qp *vrdma_qp_alloc(void)
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return NULL;
-	ret = pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	ret = vrdma_lock_init(&qp->sq.lock);
 	if (ret)
 		goto err_free;
-	ret = pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	ret = vrdma_lock_init(&qp->rq.lock);
 	if (ret)
 		goto err_sq_lock;
 	return qp;
 
 err_sq_lock:
-	pthread_spin_destroy(&qp->sq.lock);
+	vrdma_lock_destroy(&qp->sq.lock);
 err_free:
 	free(qp);
 	errno = ret;
@@ -130,8 +130,8 @@ err_free:
 
 static void vrdma_qp_free(struct vrdma_qp *qp)
 {
-	pthread_spin_destroy(&qp->rq.lock);
-	pthread_spin_destroy(&qp->sq.lock);
+	vrdma_lock_destroy(&qp->rq.lock);
+	vrdma_lock_destroy(&qp->sq.lock);
 	free(qp);
 }
 
@@ -204,6 +204,10 @@ static struct ibv_qp *vrdma_create_qp_common(struct ibv_context *context,
 		if (ret)
 			goto err_destroy;
 	}
+	/* Made on a thread domain: one thread at a time posts. */
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_PD &&
+	    vrdma_pd_single_threaded(attr->pd))
+		qp->sq.lock.single = qp->rq.lock.single = true;
 	return &qp->vqp.qp;
 
 err_destroy:
@@ -377,10 +381,10 @@ static void vrdma_cq_clean(struct ibv_cq *ibcq, uint32_t qpn)
 	if (!ibcq)
 		return;
 	cq = to_vcq(ibcq);
-	pthread_spin_lock(&cq->lock);
+	vrdma_lock(&cq->lock);
 	if (cq->ring.hdr)
 		vrdma_cq_clean_ring(&cq->ring, qpn);
-	pthread_spin_unlock(&cq->lock);
+	vrdma_unlock(&cq->lock);
 }
 
 /*
@@ -511,11 +515,11 @@ int vrdma_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		return EINVAL;
 	}
 
-	pthread_spin_lock(&qp->sq.lock);
+	vrdma_lock(&qp->sq.lock);
 	start = qp->sq.ring.head;
 	ret = vrdma_sq_post(&qp->sq.ring, &qp->sq.limits, wr, bad_wr);
 	posted = qp->sq.ring.head - start;
-	pthread_spin_unlock(&qp->sq.lock);
+	vrdma_unlock(&qp->sq.lock);
 
 	/* outside the lock: each poster rings for what it published */
 	if (!posted)
@@ -540,17 +544,17 @@ int vrdma_post_rq(struct vrdma_rq *rq, struct ibv_recv_wr *wr,
 	int ret;
 
 	*posted = 0;
-	pthread_spin_lock(&rq->lock);
+	vrdma_lock(&rq->lock);
 	/* An SRQ whose resized ring could not be mapped has none. */
 	if (!rq->ring.hdr) {
-		pthread_spin_unlock(&rq->lock);
+		vrdma_unlock(&rq->lock);
 		*bad_wr = wr;
 		return EINVAL;
 	}
 	start = rq->ring.head;
 	ret = vrdma_rq_post(&rq->ring, rq->max_sge, wr, bad_wr);
 	*posted = rq->ring.head - start;
-	pthread_spin_unlock(&rq->lock);
+	vrdma_unlock(&rq->lock);
 	return ret;
 }
 

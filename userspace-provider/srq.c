@@ -25,7 +25,7 @@ static struct vrdma_srq *vrdma_srq_alloc(void)
 	srq = calloc(1, sizeof(*srq));
 	if (!srq)
 		return NULL;
-	ret = pthread_spin_init(&srq->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	ret = vrdma_lock_init(&srq->rq.lock);
 	if (ret) {
 		free(srq);
 		errno = ret;
@@ -36,7 +36,7 @@ static struct vrdma_srq *vrdma_srq_alloc(void)
 
 static void vrdma_srq_free(struct vrdma_srq *srq)
 {
-	pthread_spin_destroy(&srq->rq.lock);
+	vrdma_lock_destroy(&srq->rq.lock);
 	free(srq);
 }
 
@@ -191,7 +191,7 @@ int vrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 
 	cmd.drv_payload.hdr.comp_mask = VRDMA_MODIFY_SRQ_RING_INFO;
 	cmd.drv_payload.ring_info = (uintptr_t)&info;
-	pthread_spin_lock(&srq->rq.lock);
+	vrdma_lock(&srq->rq.lock);
 	if (!srq->rq.ring.hdr) {
 		ret = EIO;	/* lost its ring in an earlier resize */
 		goto out;
@@ -220,7 +220,7 @@ int vrdma_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 	}
 	srq->rq.ring = ring;
 out:
-	pthread_spin_unlock(&srq->rq.lock);
+	vrdma_unlock(&srq->rq.lock);
 	return ret;
 }
 

@@ -72,19 +72,86 @@ struct ibv_pd *vrdma_alloc_pd(struct ibv_context *context)
 }
 
 /*
+ * Thread domains are the provider's alone: a promise of the application,
+ * kept with the parent domains made with it (a TD goes only after them).
+ * No attribute is defined yet: comp_mask must be 0.  The process's TDs are
+ * listed, so that a parent domain is made only with one of them.
+ */
+static pthread_mutex_t vrdma_tds_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct vrdma_td *vrdma_tds;
+
+struct ibv_td *vrdma_alloc_td(struct ibv_context *context,
+			      struct ibv_td_init_attr *attr)
+{
+	struct vrdma_td *td;
+
+	if (!attr || attr->comp_mask) {
+		errno = EINVAL;
+		return NULL;
+	}
+	td = calloc(1, sizeof(*td));
+	if (!td)
+		return NULL;
+	td->ibv_td.context = context;
+	pthread_mutex_lock(&vrdma_tds_lock);
+	td->next = vrdma_tds;
+	vrdma_tds = td;
+	pthread_mutex_unlock(&vrdma_tds_lock);
+	return &td->ibv_td;
+}
+
+int vrdma_dealloc_td(struct ibv_td *ibtd)
+{
+	struct vrdma_td *td = to_vtd(ibtd), **p;
+
+	pthread_mutex_lock(&vrdma_tds_lock);
+	if (atomic_load(&td->parents)) {
+		pthread_mutex_unlock(&vrdma_tds_lock);
+		return EBUSY;
+	}
+	for (p = &vrdma_tds; *p && *p != td; p = &(*p)->next)
+		;
+	if (*p)
+		*p = td->next;
+	pthread_mutex_unlock(&vrdma_tds_lock);
+	free(td);
+	return 0;
+}
+
+/*
+ * Take @ibtd, a TD of @context, for a new parent domain: the TD, or NULL
+ * if it is none of this context's.
+ */
+static struct vrdma_td *vrdma_td_get(struct ibv_context *context,
+				     struct ibv_td *ibtd)
+{
+	struct vrdma_td *td;
+
+	pthread_mutex_lock(&vrdma_tds_lock);
+	for (td = vrdma_tds; td && &td->ibv_td != ibtd; td = td->next)
+		;
+	if (td && td->ibv_td.context == context)
+		atomic_fetch_add(&td->parents, 1);
+	else
+		td = NULL;
+	pthread_mutex_unlock(&vrdma_tds_lock);
+	return td;
+}
+
+/*
  * Parent domains: what is made on one is made on its PD.  No memory of
  * this provider is ever shared with the device -- the rings are the
  * kernel's, mapped into the process -- so there is nothing for custom
  * allocators to allocate: they are kept (IBV_PARENT_DOMAIN_INIT_ATTR_
- * ALLOCATORS) and never called.  vrdma has no thread domains (alloc_td
- * fails with EOPNOTSUPP), so a parent domain has none either.
+ * ALLOCATORS) and never called.  A thread domain lets the QPs and CQs made
+ * on the parent domain go without their ring locks.
  */
 struct ibv_pd *vrdma_alloc_parent_domain(struct ibv_context *context,
 					 struct ibv_parent_domain_init_attr *attr)
 {
 	struct vrdma_pd *pd, *protection;
 
-	if (!attr || !attr->pd || attr->pd->context != context || attr->td ||
+	if (!attr || !attr->pd || attr->pd->context != context ||
 	    (attr->comp_mask & ~(uint32_t)(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
 					   IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT))) {
 		errno = EINVAL;
@@ -101,6 +168,14 @@ struct ibv_pd *vrdma_alloc_parent_domain(struct ibv_context *context,
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return NULL;
+	if (attr->td) {
+		pd->td = vrdma_td_get(context, attr->td);
+		if (!pd->td) {
+			free(pd);
+			errno = EINVAL;
+			return NULL;
+		}
+	}
 	pd->ibv_pd.context = context;
 	pd->ibv_pd.handle = attr->pd->handle;
 	pd->protection = protection;
@@ -112,6 +187,12 @@ struct ibv_pd *vrdma_alloc_parent_domain(struct ibv_context *context,
 		pd->pd_context = attr->pd_context;
 	atomic_fetch_add(&protection->parents, 1);
 	return &pd->ibv_pd;
+}
+
+/* Is @pd a parent domain with a thread domain? */
+bool vrdma_pd_single_threaded(struct ibv_pd *pd)
+{
+	return pd && to_vpd(pd)->td;
 }
 
 bool vrdma_is_parent_domain(struct ibv_context *context, struct ibv_pd *pd)
@@ -126,6 +207,8 @@ int vrdma_dealloc_pd(struct ibv_pd *ibpd)
 	int ret;
 
 	if (pd->protection) {
+		if (pd->td)
+			atomic_fetch_sub(&pd->td->parents, 1);
 		atomic_fetch_sub(&pd->protection->parents, 1);
 		free(pd);
 		return 0;

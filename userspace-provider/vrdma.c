@@ -39,6 +39,7 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.alloc_mw = vrdma_alloc_mw,
 	.alloc_parent_domain = vrdma_alloc_parent_domain,
 	.alloc_pd = vrdma_alloc_pd,
+	.alloc_td = vrdma_alloc_td,
 	/* Multicast is the kernel's alone: nothing in the rings changes. */
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.bind_mw = vrdma_bind_mw,
@@ -53,6 +54,7 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.create_srq_ex = vrdma_create_srq_ex,
 	.dealloc_mw = vrdma_dealloc_mw,
 	.dealloc_pd = vrdma_dealloc_pd,
+	.dealloc_td = vrdma_dealloc_td,
 	.dereg_mr = vrdma_dereg_mr,
 	.destroy_ah = vrdma_destroy_ah,
 	.destroy_cq = vrdma_destroy_cq,

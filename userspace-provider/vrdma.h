@@ -100,6 +100,52 @@ struct vrdma_context {
 };
 
 /*
+ * The lock of a ring the application may use from several threads at
+ * once.  A QP made on a parent domain with a thread domain, and a CQ made
+ * on one or created IBV_CREATE_CQ_ATTR_SINGLE_THREADED, are used by one
+ * thread at a time, as the application promised: their rings need no
+ * lock, and @single says so.  (The kernel's side of a ring needs none of
+ * these: it reads only what the indices published.)
+ */
+struct vrdma_lock {
+	pthread_spinlock_t lock;
+	bool single;
+};
+
+static inline int vrdma_lock_init(struct vrdma_lock *l)
+{
+	l->single = false;
+	return pthread_spin_init(&l->lock, PTHREAD_PROCESS_PRIVATE);
+}
+
+static inline void vrdma_lock_destroy(struct vrdma_lock *l)
+{
+	pthread_spin_destroy(&l->lock);
+}
+
+static inline void vrdma_lock(struct vrdma_lock *l)
+{
+	if (!l->single)
+		pthread_spin_lock(&l->lock);
+}
+
+static inline void vrdma_unlock(struct vrdma_lock *l)
+{
+	if (!l->single)
+		pthread_spin_unlock(&l->lock);
+}
+
+/*
+ * A thread domain (ibv_alloc_td): the application's promise that what is
+ * made on a parent domain with it is used by one thread at a time.
+ */
+struct vrdma_td {
+	struct ibv_td ibv_td;
+	atomic_int parents;		/* parent domains made with it */
+	struct vrdma_td *next;		/* in the process's list (verbs.c) */
+};
+
+/*
  * A PD, or a parent domain (ibv_alloc_parent_domain): a PD of user space
  * only, carrying the handle of the PD it was made on (@protection), so that
  * whatever is created "on" it is created on that PD in the kernel.
@@ -107,6 +153,7 @@ struct vrdma_context {
 struct vrdma_pd {
 	struct ibv_pd ibv_pd;
 	struct vrdma_pd *protection;	/* a parent domain's PD, else NULL */
+	struct vrdma_td *td;		/* a parent domain's thread domain */
 	atomic_int parents;		/* parent domains made on this PD */
 	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size,
 		       size_t alignment, uint64_t resource_type);
@@ -123,7 +170,7 @@ struct vrdma_pd {
  */
 struct vrdma_cq {
 	struct verbs_cq vcq;
-	pthread_spinlock_t lock;
+	struct vrdma_lock lock;
 	struct vrdma_uring ring;
 	struct vrdma_cqe cur;	/* start/next_poll's CQE, for the read_* */
 };
@@ -141,7 +188,7 @@ struct vrdma_wr_batch {
 };
 
 struct vrdma_sq {
-	pthread_spinlock_t lock;
+	struct vrdma_lock lock;
 	struct vrdma_uring ring;
 	struct vrdma_sq_limits limits;
 	uint64_t send_ops;		/* IBV_QP_EX_WITH_*: builders allowed */
@@ -151,7 +198,7 @@ struct vrdma_sq {
 
 /* A QP's RQ or an SRQ. */
 struct vrdma_rq {
-	pthread_spinlock_t lock;
+	struct vrdma_lock lock;
 	struct vrdma_uring ring;
 	uint32_t max_sge;
 };
@@ -185,6 +232,11 @@ static inline struct vrdma_device *to_vdev(struct ibv_device *ibdev)
 static inline struct vrdma_context *to_vctx(struct ibv_context *ibctx)
 {
 	return vrdma_container_of(ibctx, struct vrdma_context, ibv_ctx.context);
+}
+
+static inline struct vrdma_td *to_vtd(struct ibv_td *ibtd)
+{
+	return vrdma_container_of(ibtd, struct vrdma_td, ibv_td);
 }
 
 static inline struct vrdma_pd *to_vpd(struct ibv_pd *ibpd)
@@ -283,6 +335,11 @@ int vrdma_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 struct ibv_pd *vrdma_alloc_parent_domain(struct ibv_context *context,
 					 struct ibv_parent_domain_init_attr *attr);
 bool vrdma_is_parent_domain(struct ibv_context *context, struct ibv_pd *pd);
+bool vrdma_pd_single_threaded(struct ibv_pd *pd);
+struct ibv_td *vrdma_alloc_td(struct ibv_context *context,
+			      struct ibv_td_init_attr *attr);
+int vrdma_dealloc_td(struct ibv_td *ibtd);
+
 struct ibv_pd *vrdma_import_pd(struct ibv_context *context,
 			       uint32_t pd_handle);
 void vrdma_unimport_pd(struct ibv_pd *ibpd);

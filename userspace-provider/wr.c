@@ -390,7 +390,7 @@ static void vrdma_wr_start(struct ibv_qp_ex *qpx)
 	struct vrdma_qp *qp = to_vqp_ex(qpx);
 	struct vrdma_sq *sq = &qp->sq;
 
-	pthread_spin_lock(&sq->lock);
+	vrdma_lock(&sq->lock);
 	sq->wr.start = sq->ring.head;
 	sq->wr.wqe = NULL;
 	sq->wr.ud_addr_missing = false;
@@ -403,7 +403,7 @@ static void vrdma_wr_discard(struct vrdma_sq *sq)
 {
 	sq->ring.head = sq->wr.start;
 	sq->wr.wqe = NULL;
-	pthread_spin_unlock(&sq->lock);
+	vrdma_unlock(&sq->lock);
 }
 
 static void vrdma_wr_abort(struct ibv_qp_ex *qpx)
@@ -429,7 +429,7 @@ static int vrdma_wr_complete(struct ibv_qp_ex *qpx)
 	if (posted)
 		vrdma_uring_publish(&sq->ring);
 	sq->wr.wqe = NULL;
-	pthread_spin_unlock(&sq->lock);
+	vrdma_unlock(&sq->lock);
 
 	/*
 	 * Outside the lock, as post_send.  If the doorbell fails, the WQEs

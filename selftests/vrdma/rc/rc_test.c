@@ -170,9 +170,9 @@ static void pd_free(struct ibv_pd *pd, void *ctx, void *ptr, uint64_t type)
 /*
  * A parent domain with allocators on a PD of its own: A's QP, MRs and an
  * extended CQ made on it (IBV_CQ_INIT_ATTR_MASK_PD) move data; its PD
- * cannot go while it exists.  Refused: no PD, a thread domain (vrdma has
- * none), unknown comp_mask bits, half an allocator, a parent of a parent,
- * an extended CQ on a plain PD.
+ * cannot go while it exists.  Refused: no PD, something that is no thread
+ * domain given as one, unknown comp_mask bits, half an allocator, a parent
+ * of a parent, an extended CQ on a plain PD.
  */
 TEST_F(rc, parent_domain)
 {
@@ -235,7 +235,7 @@ TEST_F(rc, parent_domain)
 	if (p2)
 		ibv_dealloc_pd(p2);
 	pa.pd = base;
-	pa.td = (struct ibv_td *)parent;	/* no TD is valid here */
+	pa.td = (struct ibv_td *)parent;	/* not a TD */
 	EXPECT_EQ(NULL, ibv_alloc_parent_domain(self->da->ctx, &pa));
 	pa.td = NULL;
 	pa.comp_mask |= 1u << 7;
@@ -253,6 +253,91 @@ TEST_F(rc, parent_domain)
 	/* Nothing of vrdma's is device memory: the allocators go unused. */
 	if (!rc_cfg.is_rxe)
 		EXPECT_EQ(0, pd_allocs);
+}
+
+/*
+ * A thread domain: A's QP and an extended CQ made on a parent domain with
+ * one (rings without locks, one thread at a time) move data and complete;
+ * the TD cannot go while the parent domain exists.  Refused: comp_mask
+ * bits, a TD of another context.
+ */
+TEST_F(rc, thread_domain)
+{
+	struct ibv_td_init_attr ta = { 0 };
+	struct ibv_parent_domain_init_attr pa;
+	struct ibv_cq_init_attr_ex cqa;
+	struct rc_dev pdev = *self->da;
+	struct ibv_context *other;
+	struct ibv_pd *base, *parent;
+	struct ibv_td *td, *td2;
+	struct ibv_cq_ex *cqx;
+
+	td = ibv_alloc_td(self->da->ctx, &ta);
+	if (!td && errno == EOPNOTSUPP && rc_cfg.is_rxe)
+		SKIP(return, "rdma_rxe's provider has no thread domains");
+	ASSERT_NE(NULL, td) {
+		TH_LOG("ibv_alloc_td: %s", strerror(errno));
+	}
+	base = ibv_alloc_pd(self->da->ctx);
+	ASSERT_NE(NULL, base);
+	memset(&pa, 0, sizeof(pa));
+	pa.pd = base;
+	pa.td = td;
+	parent = ibv_alloc_parent_domain(self->da->ctx, &pa);
+	ASSERT_NE(NULL, parent) {
+		TH_LOG("ibv_alloc_parent_domain with a TD: %s",
+		       strerror(errno));
+	}
+	EXPECT_EQ(EBUSY, ibv_dealloc_td(td));
+
+	pdev.pd = parent;
+	pdev.owned = 0;
+	rc_env_create(_metadata, &self->e, &pdev, self->db, NULL, 64 * 1024,
+		      RC_ACCESS_ALL, RC_ACCESS_ALL);
+	pair_works(_metadata, &self->e);
+	rc_xfer(_metadata, &self->e, &(struct rc_xfer){
+		.op = IBV_WR_RDMA_WRITE, .len = 20000, .lsge = 2, .rsge = 1,
+		.loff = 5, .roff = 9, .seed = 77, .wr_id = 0x910,
+	});
+
+	/* An extended CQ on it, polled by its one thread: empty. */
+	memset(&cqa, 0, sizeof(cqa));
+	cqa.cqe = 16;
+	cqa.wc_flags = IBV_WC_STANDARD_FLAGS;
+	cqa.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
+	cqa.parent_domain = parent;
+	cqx = ibv_create_cq_ex(self->da->ctx, &cqa);
+	ASSERT_NE(NULL, cqx) {
+		TH_LOG("ibv_create_cq_ex on a TD: %s", strerror(errno));
+	}
+	{
+		struct ibv_poll_cq_attr pca = { 0 };
+		int ret = ibv_start_poll(cqx, &pca);
+
+		EXPECT_EQ(ENOENT, ret);
+		if (!ret)
+			ibv_end_poll(cqx);
+		EXPECT_EQ(0, ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)));
+	}
+
+	/* Refused: attributes, and a TD of another context. */
+	ta.comp_mask = 1;
+	EXPECT_EQ(NULL, ibv_alloc_td(self->da->ctx, &ta));
+	other = ibv_open_device(self->da->ctx->device);
+	ASSERT_NE(NULL, other);
+	ta.comp_mask = 0;
+	td2 = ibv_alloc_td(other, &ta);
+	ASSERT_NE(NULL, td2);
+	pa.td = td2;
+	EXPECT_EQ(NULL, ibv_alloc_parent_domain(self->da->ctx, &pa));
+	EXPECT_EQ(0, ibv_dealloc_td(td2));
+	ibv_close_device(other);
+
+	rc_env_destroy(&self->e);
+	memset(&self->e, 0, sizeof(self->e));
+	EXPECT_EQ(0, ibv_dealloc_pd(parent));
+	EXPECT_EQ(0, ibv_dealloc_td(td));
+	EXPECT_EQ(0, ibv_dealloc_pd(base));
 }
 
 /* ---- imported objects -------------------------------------------------- */

@@ -313,6 +313,196 @@ vm2_result()
 	printf '%s %s\n' "$1" "$2" >>/vmout/results
 }
 
+# vm2_check_eq DESCRIPTION EXPECTED ACTUAL: (VM A) check_eq, its result
+# also recorded for the host.
+vm2_check_eq()
+{
+	[ "$2" = "$3" ]
+	vm2_result $? "$1"
+	[ "$2" = "$3" ] || echo "#   expected '$2', got '$3'"
+}
+
+# vm2_setup IP_A IP_B DEV [PREP]: in either VM of a two-VM test, load
+# vrdma, run the shell command PREP if given, give eth0 this VM's address
+# (IP_A in A, IP_B in B; MTU 9000) and bind DEV to it.  In VM B it then
+# serves A's jobs until A is done, and exits.  In VM A it starts
+# /vmout/results and returns once B serves and answers a ping; if either
+# VM's setup failed, A ends the run (exit 1).
+vm2_setup()
+{
+	local ip_a=$1 ip_b=$2 dev=$3 prep=${4:-} me=$1 ok=1
+
+	[ "$VRDMA_VM_ROLE" = primary ] || me=$ip_b
+	vrdma_load || ok=
+	[ -z "$prep" ] || sh -c "$prep" || ok=
+	ip link set lo up
+	ip link set eth0 mtu 9000 up && ip addr add "$me/24" dev eth0 &&
+		rdma link add "$dev" type vrdma netdev eth0 &&
+		wait_until 30 roce_v2_ipv4_gid "$dev" || ok=
+	if [ "$VRDMA_VM_ROLE" != primary ]; then
+		[ -n "$ok" ] || { vm2_setup_failed; exit 1; }
+		vm2_serve
+		exit 0
+	fi
+
+	: >/vmout/results
+	[ -n "$ok" ] || { vm2_done; exit 1; }
+	if ! vm2_wait_peer $((120 * ${SLOW:-1})); then
+		vm2_result 1 "VM B came up"
+		vm2_done
+		exit 1
+	fi
+	wait_until 30 ping -c 1 -W 1 "$ip_b" >/dev/null
+}
+
+# Jobs any two-VM test can hand to either VM (vm2_on), and a server with
+# its clients in the other VM (vm2_pair).
+
+# rdma_cm ports are not TCP ports: a server is ready when its cm_id
+# listens on the port.
+cm_listening()
+{
+	rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "
+}
+
+# job_server READY PORT CMD...: run the server CMD, its PID in
+# srv.PORT.pid, and once "READY PORT" says it listens create listen.PORT
+# (both in the shared directory); CMD's exit status.
+job_server()
+{
+	local ready=$1 port=$2 pid
+
+	shift 2
+	"$@" &
+	pid=$!
+	echo "$pid" >"$VM2_SHARED/srv.$port.pid"
+	until "$ready" "$port"; do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	! "$ready" "$port" || touch "$VM2_SHARED/listen.$port"
+	wait "$pid"
+}
+
+# job_client NAME CMD...: run CMD, its PID in NAME.pid in the shared
+# directory; CMD's exit status.
+job_client()
+{
+	local name=$1
+
+	shift
+	"$@" &
+	echo "$!" >"$VM2_SHARED/$name.pid"
+	wait "$!"
+}
+
+# job_kill NAME: stop what job_server (srv.PORT) or job_client ran.
+job_kill() { kill "$(cat "$VM2_SHARED/$1.pid")" 2>/dev/null; }
+
+# vm2_on VM JOB ARGS...: the job JOB (the shell function job_JOB) in VM
+# A (here) or B, where the test script runs again as "$SELF --job JOB
+# ARGS..." and calls it: each two-VM script ends with that dispatch.
+vm2_on()
+{
+	local vm=$1 job=$2
+
+	shift 2
+	if [ "$vm" = A ]; then
+		"job_$job" "$@"
+	else
+		vm2_remote "$(printf '%q ' "$SELF" --job "$job" "$@")"
+	fi
+}
+
+# vm2_skip DESCRIPTION WHY: (VM A) a result for the host that is a skip (a
+# failure under CI, as skip_one).
+vm2_skip()
+{
+	if in_ci; then
+		vm2_result 1 "$1 ($2: a failure under CI)"
+	else
+		vm2_result 0 "$1 # SKIP $2"
+	fi
+}
+
+# vm2_pair SV NC READY PORT SRV_OK CLI_OK SRV_CMD... -- CLI_CMD...: the
+# server SRV_CMD in VM SV (A or B), once "READY PORT" says it listens NC clients
+# CLI_CMD at once in the other VM.  Each must exit 0 within its timeout
+# with output matching its ERE, SRV_OK or CLI_OK, else vm2_pair fails (having
+# shown why).  While the clients run, the command $VM2_PAIR_DEAD (if set) is
+# asked every few seconds whether the run cannot end any more: then the
+# clients and the server are stopped, and vm2_pair returns 2.  The
+# server's output is left in the file $VM2_SLOG, for the caller to remove.
+# The caller sets SERVER_TIMEOUT and CLIENT_TIMEOUT (seconds).
+vm2_pair()
+{
+	local sv=$1 nc=$2 ready=$3 port=$4 sok=$5 cok=$6
+	local cv=A srv=() spid i rc bad=0 alive
+	local -a cpids clogs
+
+	shift 6
+	[ "$sv" = B ] || cv=B
+	while [ "$1" != -- ]; do
+		srv+=("$1")
+		shift
+	done
+	shift
+	VM2_SLOG=$(mktemp)
+	rm -f "$VM2_SHARED/listen.$port"
+	vm2_on "$sv" server "$ready" "$port" \
+		timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" >"$VM2_SLOG" 2>&1 &
+	spid=$!
+	if ! wait_file $((60 * SLOW)) "$VM2_SHARED/listen.$port"; then
+		echo "# the server in $sv is not listening on $port: ${srv[*]}"
+		bad=1
+	else
+		for ((i = 0; i < nc; i++)); do
+			clogs[i]=$(mktemp)
+			vm2_on "$cv" client "cli.$port.$i" \
+				timeout -k 5 "$CLIENT_TIMEOUT" "$@" \
+				>"${clogs[i]}" 2>&1 &
+			cpids[i]=$!
+		done
+		while [ -n "${VM2_PAIR_DEAD:-}" ]; do
+			alive=
+			for ((i = 0; i < nc; i++)); do
+				! kill -0 "${cpids[i]}" 2>/dev/null || alive=1
+			done
+			[ -n "$alive" ] || break
+			if "$VM2_PAIR_DEAD"; then
+				bad=2
+				for ((i = 0; i < nc; i++)); do
+					vm2_on "$cv" kill "cli.$port.$i"
+				done
+				break
+			fi
+			sleep 3
+		done
+		for ((i = 0; i < nc; i++)); do
+			wait "${cpids[i]}"
+			rc=$?
+			if [ "$rc" -ne 0 ] || ! grep -Eq -- "$cok" "${clogs[i]}"; then
+				echo "# client $i in $cv ($*) -> exit $rc"
+				sed 's/^/#   /' "${clogs[i]}"
+				[ "$bad" -ne 0 ] || bad=1
+			fi
+			rm -f "${clogs[i]}"
+		done
+	fi
+	# The server ends on its own once its clients are done; if one
+	# failed, it may wait for ever: give it a few seconds.
+	wait_until $((bad ? 5 : 30 * SLOW)) sh -c "! kill -0 $spid" ||
+		vm2_on "$sv" kill "srv.$port"
+	wait "$spid"
+	rc=$?
+	if [ "$rc" -ne 0 ] || ! grep -Eq -- "$sok" "$VM2_SLOG"; then
+		echo "# server in $sv (${srv[*]}) -> exit $rc"
+		sed 's/^/#   /' "$VM2_SLOG"
+		[ "$bad" -ne 0 ] || bad=1
+	fi
+	return "$bad"
+}
+
 finish()
 {
 	echo "1..$_tap_n"

@@ -101,149 +101,7 @@ job_stats()
 	echo "softnet_stat dropped: $(awk '{ print $2 }' /proc/net/softnet_stat)"
 }
 
-# rdma_cm ports are not TCP ports: a server is ready when its cm_id
-# listens on the port.
-cm_listening()
-{
-	rdma res show cm_id 2>/dev/null | grep LISTEN | grep -q ":$1 "
-}
-
-# job_server READY PORT CMD...: run the server CMD, its PID in
-# srv.PORT.pid, and once "READY PORT" says it listens create listen.PORT
-# (both in the shared directory); CMD's exit status.
-job_server()
-{
-	local ready=$1 port=$2 pid
-
-	shift 2
-	"$@" &
-	pid=$!
-	echo "$pid" >"$VM2_SHARED/srv.$port.pid"
-	until "$ready" "$port"; do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.2
-	done
-	! "$ready" "$port" || touch "$VM2_SHARED/listen.$port"
-	wait "$pid"
-}
-
-# job_client NAME CMD...: run CMD, its PID in NAME.pid in the shared
-# directory; CMD's exit status.
-job_client()
-{
-	local name=$1
-
-	shift
-	"$@" &
-	echo "$!" >"$VM2_SHARED/$name.pid"
-	wait "$!"
-}
-
-# job_kill NAME: stop what job_server (srv.PORT) or job_client ran.
-job_kill() { kill "$(cat "$VM2_SHARED/$1.pid")" 2>/dev/null; }
-
-# on VM JOB ARGS...: the job in VM A (here) or B.
-on()
-{
-	local vm=$1 job=$2
-
-	shift 2
-	if [ "$vm" = A ]; then
-		"job_$job" "$@"
-	else
-		vm2_remote "$(printf '%q ' "$SELF" --job "$job" "$@")"
-	fi
-}
-
-# skip_r DESCRIPTION WHY: a result for the host that is a skip (a failure
-# under CI: lib.sh's skip_one).
-skip_r()
-{
-	if in_ci; then
-		vm2_result 1 "$1 ($2: a failure under CI)"
-	else
-		vm2_result 0 "$1 # SKIP $2"
-	fi
-}
-
 hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
-
-# pair SV NC READY PORT SRV_OK CLI_OK SRV_CMD... -- CLI_CMD...: the server
-# SRV_CMD in VM SV (A or B), once "READY PORT" says it listens NC clients
-# CLI_CMD at once in the other VM.  Each must exit 0 within its timeout
-# with output matching its ERE, SRV_OK or CLI_OK, else pair fails (having
-# shown why).  While the clients run, the command $PAIR_DEAD (if set) is
-# asked every few seconds whether the run cannot end any more: then the
-# clients and the server are stopped, and pair returns 2.  The server's
-# output is left in the file $slog, for the caller to remove.
-pair()
-{
-	local sv=$1 nc=$2 ready=$3 port=$4 sok=$5 cok=$6
-	local cv=A srv=() spid i rc bad=0 alive
-	local -a cpids clogs
-
-	shift 6
-	[ "$sv" = B ] || cv=B
-	while [ "$1" != -- ]; do
-		srv+=("$1")
-		shift
-	done
-	shift
-	slog=$(mktemp)
-	rm -f "$VM2_SHARED/listen.$port"
-	on "$sv" server "$ready" "$port" \
-		timeout -k 5 "$SERVER_TIMEOUT" "${srv[@]}" >"$slog" 2>&1 &
-	spid=$!
-	if ! wait_file $((60 * SLOW)) "$VM2_SHARED/listen.$port"; then
-		echo "# the server in $sv is not listening on $port: ${srv[*]}"
-		bad=1
-	else
-		for ((i = 0; i < nc; i++)); do
-			clogs[i]=$(mktemp)
-			on "$cv" client "cli.$port.$i" \
-				timeout -k 5 "$CLIENT_TIMEOUT" "$@" \
-				>"${clogs[i]}" 2>&1 &
-			cpids[i]=$!
-		done
-		while [ -n "${PAIR_DEAD:-}" ]; do
-			alive=
-			for ((i = 0; i < nc; i++)); do
-				! kill -0 "${cpids[i]}" 2>/dev/null || alive=1
-			done
-			[ -n "$alive" ] || break
-			if "$PAIR_DEAD"; then
-				bad=2
-				for ((i = 0; i < nc; i++)); do
-					on "$cv" kill "cli.$port.$i"
-				done
-				break
-			fi
-			sleep 3
-		done
-		for ((i = 0; i < nc; i++)); do
-			wait "${cpids[i]}"
-			rc=$?
-			if [ "$rc" -ne 0 ] || ! grep -Eq -- "$cok" "${clogs[i]}"; then
-				echo "# client $i in $cv ($*) -> exit $rc"
-				sed 's/^/#   /' "${clogs[i]}"
-				[ "$bad" -ne 0 ] || bad=1
-			fi
-			rm -f "${clogs[i]}"
-		done
-	fi
-	# The server ends on its own once its clients are done; if one
-	# failed, it may wait for ever: give it a few seconds.
-	wait_until $((bad ? 5 : 30 * SLOW)) sh -c "! kill -0 $spid" ||
-		on "$sv" kill "srv.$port"
-	wait "$spid"
-	rc=$?
-	if [ "$rc" -ne 0 ] || ! grep -Eq -- "$sok" "$slog"; then
-		echo "# server in $sv (${srv[*]}) -> exit $rc"
-		sed 's/^/#   /' "$slog"
-		[ "$bad" -ne 0 ] || bad=1
-	fi
-	return "$bad"
-}
 
 # The wire, captured on A's eth0 for each run: its XRC packets (BTH
 # opcodes 101xxxxx, 0xa0-0xbf) only.
@@ -294,7 +152,7 @@ wire_check()
 	local desc=$1 na=$2 nb=$3 sa sb aa ab ok=0
 
 	if [ -z "$cap_pid" ]; then
-		skip_r "$desc" "tcpdump not installed"
+		vm2_skip "$desc" "tcpdump not installed"
 		return
 	fi
 	sa=$(cap_count "$IP_A" 'udp[8] <= 0xa5')
@@ -342,9 +200,9 @@ xsrq()
 	desc="ibv_xsrq_pingpong $desc, ${size:-4096} bytes at path MTU ${mtu:-1024}"
 	[ -n "$size$mtu" ] || desc+=" (the defaults)"
 	if ! have ibv_xsrq_pingpong; then
-		skip_r "$desc" "ibverbs-utils not installed"
-		skip_r "$desc: A's counters" "ibverbs-utils not installed"
-		skip_r "$desc: the wire" "ibverbs-utils not installed"
+		vm2_skip "$desc" "ibverbs-utils not installed"
+		vm2_skip "$desc: A's counters" "ibverbs-utils not installed"
+		vm2_skip "$desc: the wire" "ibverbs-utils not installed"
 		return
 	fi
 	if [ "$sv" = A ]; then
@@ -359,7 +217,7 @@ xsrq()
 		tx=$(hw_stat sent_bytes) rx=$(hw_stat rcvd_bytes)
 		rex_a=$(hw_stat retry_exceeded) rex_b=$(rex_b)
 		cap_start "xsrq.$xsrq_port"
-		PAIR_DEAD=xsrq_dead pair "$sv" "$nc" tcp_listening \
+		VM2_PAIR_DEAD=xsrq_dead vm2_pair "$sv" "$nc" tcp_listening \
 			"$xsrq_port" '^success$' '^success$' \
 			ibv_xsrq_pingpong -c "$nc" -g "$gs" -p "$xsrq_port" \
 			"${sarg[@]}" -- ibv_xsrq_pingpong -g "$gc" \
@@ -368,12 +226,12 @@ xsrq()
 		# The server heard from each client: a line "  remote: ..."
 		# each.
 		if [ "$bad" -eq 0 ] &&
-		   [ "$(grep -c '^ *remote:' "$slog")" -ne "$nc" ]; then
+		   [ "$(grep -c '^ *remote:' "$VM2_SLOG")" -ne "$nc" ]; then
 			echo "# the server did not hear from $nc clients:"
-			sed 's/^/#   /' "$slog"
+			sed 's/^/#   /' "$VM2_SLOG"
 			bad=1
 		fi
-		rm -f "$slog"
+		rm -f "$VM2_SLOG"
 		cap_stop
 		tx=$(($(hw_stat sent_bytes) - tx)) rx=$(($(hw_stat rcvd_bytes) - rx))
 		xsrq_port=$((xsrq_port + 1))
@@ -406,18 +264,18 @@ xserver()
 	fi
 	desc="rdma_xserver -c x in $sv, rdma_xclient -c x in $cv"
 	if ! have rdma_xserver; then
-		skip_r "$desc" "rdmacm-utils not installed"
-		skip_r "$desc: A's counters" "rdmacm-utils not installed"
-		skip_r "$desc: the wire" "rdmacm-utils not installed"
+		vm2_skip "$desc" "rdmacm-utils not installed"
+		vm2_skip "$desc: A's counters" "rdmacm-utils not installed"
+		vm2_skip "$desc: the wire" "rdmacm-utils not installed"
 		return
 	fi
 	bells=$(hw_stat doorbells) tx=$(hw_stat sent_bytes) rx=$(hw_stat rcvd_bytes)
 	cap_start "xserver.$xserver_port"
-	pair "$sv" 1 cm_listening "$xserver_port" ': end 0$' ': end 0$' \
+	vm2_pair "$sv" 1 cm_listening "$xserver_port" ': end 0$' ': end 0$' \
 		rdma_xserver -c x -p "$xserver_port" -- \
 		rdma_xclient -c x -p "$xserver_port" -s "$ip"
 	vm2_result $? "$desc ($((SECONDS - t0)) s)"
-	rm -f "$slog"
+	rm -f "$VM2_SLOG"
 	cap_stop
 	bells=$(($(hw_stat doorbells) - bells))
 	tx=$(($(hw_stat sent_bytes) - tx)) rx=$(($(hw_stat rcvd_bytes) - rx))
@@ -437,37 +295,14 @@ same_res() { [ "$(rdma_res)" = "$1" ]; }
 
 vm_main()
 {
-	local me ok=1 res0 res_b0 res
+	local prep= res0 res_b0 res
 
-	if [ "$VRDMA_VM_ROLE" = primary ]; then
-		me=$IP_A
-	else
-		me=$IP_B
-	fi
-	vrdma_load || ok=
-	! have rdma_xserver || modprobe rdma_ucm || ok=
-	ip link set lo up
-	ip link set eth0 mtu 9000 up && ip addr add "$me/24" dev eth0 &&
-		rdma link add "$DEV" type vrdma netdev eth0 &&
-		wait_until 30 roce_v2_ipv4_gid "$DEV" || ok=
-	if [ "$VRDMA_VM_ROLE" != primary ]; then
-		[ -n "$ok" ] || { vm2_setup_failed; exit 1; }
-		vm2_serve
-		exit 0
-	fi
+	have rdma_xserver && prep="modprobe rdma_ucm"
+	vm2_setup "$IP_A" "$IP_B" "$DEV" ${prep:+"$prep"}
 
-	: >/vmout/results
-	[ -n "$ok" ] || { vm2_done; exit 1; }
-	if ! vm2_wait_peer $((120 * SLOW)); then
-		vm2_result 1 "VM B came up"
-		vm2_done
-		exit 1
-	fi
-	wait_until 30 ping -c 1 -W 1 "$IP_B" >/dev/null
-
-	G_A=$(job_gid) G_B=$(on B gid)
+	G_A=$(job_gid) G_B=$(vm2_on B gid)
 	res0=$(rdma_res)
-	res_b0=$(on B res)
+	res_b0=$(vm2_on B res)
 	echo "# GID indexes: A $G_A, B $G_B; resources of $DEV: A: $res0; B: $res_b0"
 
 	xsrq "B <- 2 clients in A sharing their XRC domain" B 2 "" ""
@@ -480,24 +315,16 @@ vm_main()
 
 	wait_until 10 same_res "$res0"
 	res=$(rdma_res)
-	check_eq_r "A: no QP, CQ, MR or PD left on $DEV" "$res0" "$res"
+	vm2_check_eq "A: no QP, CQ, MR or PD left on $DEV" "$res0" "$res"
 	[ "$res" = "$res0" ] || rdma resource show | sed 's/^/#   /'
-	res=$(on B res)
-	check_eq_r "B: no QP, CQ, MR or PD left on $DEV" "$res_b0" "$res"
+	res=$(vm2_on B res)
+	vm2_check_eq "B: no QP, CQ, MR or PD left on $DEV" "$res_b0" "$res"
 	echo "# A:"
 	job_stats | sed 's/^/#   /'
 	echo "# B:"
-	on B stats | sed 's/^/#   /'
+	vm2_on B stats | sed 's/^/#   /'
 	vm2_done
 	finish
-}
-
-# check_eq_r: lib.sh's check_eq, with the result also written for the host.
-check_eq_r()
-{
-	[ "$2" = "$3" ]
-	vm2_result $? "$1"
-	[ "$2" = "$3" ] || echo "#   expected '$2', got '$3'"
 }
 
 if [ "${1:-}" = --job ]; then

@@ -113,33 +113,10 @@ hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
 
 vm_main()
 {
-	local me ok=1 rc out tx rx t0
+	local rc out tx rx t0
 
-	if [ "$VRDMA_VM_ROLE" = primary ]; then
-		me=$IP_A
-	else
-		me=$IP_B
-	fi
-	vrdma_load || ok=
 	printf '%s vrdma-vm\n%s vrdma-peer\n' "$IP_A" "$IP_B" >>/etc/hosts
-	ip link set lo up
-	ip link set eth0 mtu 9000 up && ip addr add "$me/24" dev eth0 &&
-		rdma link add "$DEV" type vrdma netdev eth0 &&
-		wait_until 30 roce_v2_ipv4_gid "$DEV" || ok=
-	if [ "$VRDMA_VM_ROLE" != primary ]; then
-		[ -n "$ok" ] || { vm2_setup_failed; exit 1; }
-		vm2_serve
-		exit 0
-	fi
-
-	: >/vmout/results
-	[ -n "$ok" ] || { vm2_done; exit 1; }
-	if ! vm2_wait_peer $((120 * SLOW)); then
-		vm2_result 1 "VM B came up"
-		vm2_done
-		exit 1
-	fi
-	wait_until 30 ping -c 1 -W 1 "$IP_B" >/dev/null
+	vm2_setup "$IP_A" "$IP_B" "$DEV"
 
 	ucx_pair rc_v tag_bw 65536 18801
 	ucx_pair rc_v ucp_put_bw 65536 18802

@@ -171,32 +171,9 @@ no_target_ctrl()
 
 vm_main()
 {
-	local me ok=1 out res0 res_b0 res rx tx
+	local out res0 res_b0 res rx tx
 
-	if [ "$VRDMA_VM_ROLE" = primary ]; then
-		me=$IP_A
-	else
-		me=$IP_B
-	fi
-	vrdma_load || ok=
-	ip link set lo up
-	ip link set eth0 mtu 9000 up && ip addr add "$me/24" dev eth0 &&
-		rdma link add "$DEV" type vrdma netdev eth0 &&
-		wait_until 30 roce_v2_ipv4_gid "$DEV" || ok=
-	if [ "$VRDMA_VM_ROLE" != primary ]; then
-		[ -n "$ok" ] || { vm2_setup_failed; exit 1; }
-		vm2_serve
-		exit 0
-	fi
-
-	: >/vmout/results
-	[ -n "$ok" ] || { vm2_done; exit 1; }
-	if ! vm2_wait_peer $((120 * SLOW)); then
-		vm2_result 1 "VM B came up"
-		vm2_done
-		exit 1
-	fi
-	wait_until 30 ping -c 1 -W 1 "$IP_B" >/dev/null
+	vm2_setup "$IP_A" "$IP_B" "$DEV"
 
 	res0=$(rdma_res)
 	res_b0=$(remote res)

@@ -216,6 +216,24 @@ vm2_boot()
 	return "$rc"
 }
 
+# vm2_run OUT TIMEOUT VM_ARGS: (host) vm2_boot the two VMs of this test
+# script ($SELF), output in OUT (emptied first), with the scripts/vm-run
+# options in the string VM_ARGS, then vm2_results of VM A; vm-run's exit
+# status.
+vm2_run()
+{
+	local out=$1 timeout=$2 rc
+	local -a vmargs
+
+	read -r -a vmargs <<<"$3"
+	rm -rf "$out"
+	mkdir -p "$out"
+	vm2_boot "$out" "$timeout" "$SELF" "${vmargs[@]}"
+	rc=$?
+	vm2_results "$out/primary/results"
+	return "$rc"
+}
+
 # vm2_results FILE: the results the primary VM recorded in FILE, lines
 # "STATUS DESCRIPTION", as TAP results of ours; their count in VM2_N.
 vm2_results()

@@ -835,6 +835,27 @@ static inline void rc_expect_wc(struct __test_metadata *_metadata,
 	rc_wc_check(_metadata, &wc, e, what);
 }
 
+/*
+ * Post @wr of @q signaled (ibv_post_send) and expect its one completion:
+ * @status, and @opcode if that is success.
+ */
+static inline void rc_post_expect(struct __test_metadata *_metadata,
+				  struct rc_qp *q, struct ibv_send_wr *wr,
+				  enum ibv_wc_status status,
+				  enum ibv_wc_opcode opcode, const char *what)
+{
+	struct ibv_send_wr *bad = NULL;
+
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	ASSERT_EQ(0, ibv_post_send(q->qp, wr, &bad)) {
+		TH_LOG("%s: post", what);
+	}
+	rc_expect_wc(_metadata, q->scq, &(struct rc_wc_exp){
+		.wr_id = wr->wr_id, .status = status, .opcode = opcode,
+		.qp_num = q->qp->qp_num,
+	}, what);
+}
+
 /* Chain behind @wr a signaled SEND of @sge, wr_id 2 (for the below). */
 static inline void rc_chain_send(struct ibv_send_wr *wr,
 				 struct ibv_send_wr *next, struct ibv_sge *sge)

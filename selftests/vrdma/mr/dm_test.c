@@ -692,23 +692,6 @@ static void dm_check(struct __test_metadata *_metadata, struct ibv_dm *dm,
 	free(got);
 }
 
-/* One signaled WR of A of @n SGEs; its completion must be @status. */
-static void post_a(struct __test_metadata *_metadata, FIXTURE_DATA(dm_rc) *self,
-		   struct ibv_send_wr *wr, enum ibv_wc_status status,
-		   enum ibv_wc_opcode opcode, const char *what)
-{
-	struct ibv_send_wr *bad = NULL;
-
-	wr->send_flags |= IBV_SEND_SIGNALED;
-	ASSERT_EQ(0, ibv_post_send(self->e.p.a.qp, wr, &bad)) {
-		TH_LOG("%s: post", what);
-	}
-	rc_expect_wc(_metadata, self->e.p.a.scq, &(struct rc_wc_exp){
-		.wr_id = wr->wr_id, .status = status, .opcode = opcode,
-		.qp_num = self->e.p.a.qp->qp_num,
-	}, what);
-}
-
 /*
  * SEND from A's DM MR, gathered with a piece of A's ordinary MR, into
  * B's ordinary MR; then from A's DM MR into B's DM MR.  Lengths cross
@@ -746,7 +729,7 @@ TEST_F(dm_rc, send)
 		memcpy(img + 7 + len, self->e.ba.p + 3, 5);
 		ASSERT_EQ(0, rc_post_recv(&self->e.p.b, 0x200 + i, &self->e.bb,
 					  7, len + 5 + 11));
-		post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_SEND,
+		rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_SEND,
 		       what);
 		rc_expect_wc(_metadata, self->e.p.b.rcq, &(struct rc_wc_exp){
 			.wr_id = 0x200 + i, .status = IBV_WC_SUCCESS,
@@ -780,7 +763,7 @@ TEST_F(dm_rc, send)
 		rc_fill(self->ia + DM_MR_OFF + 100, len, 0x60 + i, 0);
 		ASSERT_EQ(0, ibv_memcpy_to_dm(self->dma, 0, self->ia, DM_LEN));
 		ASSERT_EQ(0, ibv_post_recv(self->e.p.b.qp, &rwr, &rbad));
-		post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_SEND,
+		rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_SEND,
 		       what);
 		rc_expect_wc(_metadata, self->e.p.b.rcq, &(struct rc_wc_exp){
 			.wr_id = 0x300 + i, .status = IBV_WC_SUCCESS,
@@ -821,7 +804,7 @@ TEST_F(dm_rc, write_read)
 		rc_fill(self->e.ba.p + 1, len, 0x80 + i, 0);
 		wr.wr.rdma.remote_addr = raddr;
 		wr.wr.rdma.rkey = self->mrb->rkey;
-		post_a(_metadata, self, &wr, IBV_WC_SUCCESS,
+		rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS,
 		       IBV_WC_RDMA_WRITE, what);
 		memcpy(self->ib + DM_MR_OFF + raddr, self->e.ba.p + 1, len);
 		dm_check(_metadata, self->dmb, self->ib, what);
@@ -836,7 +819,7 @@ TEST_F(dm_rc, write_read)
 		memcpy(img + 1, self->ib + DM_MR_OFF + raddr, len);
 		wr.wr_id = 0x600 + i;
 		wr.opcode = IBV_WR_RDMA_READ;
-		post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+		rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
 		       what);
 		EXPECT_SAME_BYTES(self->e.ba.p, img, BUF_LEN, what);
 		free(img);
@@ -856,7 +839,7 @@ TEST_F(dm_rc, write_read)
 
 		wr.wr.rdma.remote_addr = 0;
 		wr.wr.rdma.rkey = self->mrb->rkey;
-		post_a(_metadata, self, &wr, IBV_WC_SUCCESS,
+		rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS,
 		       IBV_WC_RDMA_WRITE, "WRITE DM to DM");
 		memcpy(self->ib + DM_MR_OFF, self->ia + DM_MR_OFF, DM_MR_LEN);
 		dm_check(_metadata, self->dmb, self->ib, "WRITE DM to DM");
@@ -884,7 +867,7 @@ TEST_F(dm_rc, atomics)
 	/* CAS that matches. */
 	wr.wr.atomic.compare_add = w0;
 	wr.wr.atomic.swap = 0xdeadbeefcafef00dULL;
-	post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP,
 	       "CAS on DM");
 	ASSERT_EQ(0, ibv_memcpy_from_dm(&v, self->dma, DM_MR_OFF + 64, 8));
 	EXPECT_EQ(w0, v);
@@ -895,7 +878,7 @@ TEST_F(dm_rc, atomics)
 	wr.wr_id = 0x801;
 	wr.wr.atomic.compare_add = w0;
 	wr.wr.atomic.swap = 1;
-	post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP,
 	       "failed CAS on DM");
 	ASSERT_EQ(0, ibv_memcpy_from_dm(&v, self->dma, DM_MR_OFF + 64, 8));
 	EXPECT_EQ(0xdeadbeefcafef00dULL, v);
@@ -905,7 +888,7 @@ TEST_F(dm_rc, atomics)
 	wr.wr_id = 0x802;
 	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	wr.wr.atomic.compare_add = 0x3000000000000000ULL;
-	post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD,
 	       "FAA on DM");
 	ASSERT_EQ(0, ibv_memcpy_from_dm(&v, self->dma, DM_MR_OFF + 64, 8));
 	EXPECT_EQ(0xdeadbeefcafef00dULL, v);
@@ -934,7 +917,7 @@ TEST_F(dm_rc, write_beyond_mr)
 	rc_fill(self->e.ba.p, 8, 0x99, 0);
 	wr.wr.rdma.remote_addr = DM_MR_LEN - 4;
 	wr.wr.rdma.rkey = self->mrb->rkey;
-	post_a(_metadata, self, &wr, IBV_WC_REM_ACCESS_ERR, 0,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_REM_ACCESS_ERR, 0,
 	       "WRITE beyond the DM MR");
 	dm_check(_metadata, self->dmb, self->ib, "WRITE beyond the DM MR");
 }

@@ -460,24 +460,6 @@ static void buf_check(struct __test_metadata *_metadata,
 	xbuf_sync(&self->b, 1);
 }
 
-/* One signaled WR of A; its completion must be @status. */
-static void post_a(struct __test_metadata *_metadata,
-		   FIXTURE_DATA(dmabuf_rc) *self, struct ibv_send_wr *wr,
-		   enum ibv_wc_status status, enum ibv_wc_opcode opcode,
-		   const char *what)
-{
-	struct ibv_send_wr *bad = NULL;
-
-	wr->send_flags |= IBV_SEND_SIGNALED;
-	ASSERT_EQ(0, ibv_post_send(self->e.p.a.qp, wr, &bad)) {
-		TH_LOG("%s: post", what);
-	}
-	rc_expect_wc(_metadata, self->e.p.a.scq, &(struct rc_wc_exp){
-		.wr_id = wr->wr_id, .status = status, .opcode = opcode,
-		.qp_num = self->e.p.a.qp->qp_num,
-	}, what);
-}
-
 /* WRITE into B's MR and READ back, at lengths that cross pages. */
 static void write_read(struct __test_metadata *_metadata,
 		       FIXTURE_DATA(dmabuf_rc) *self)
@@ -505,7 +487,7 @@ static void write_read(struct __test_metadata *_metadata,
 		rc_fill(self->e.ba.p + 1, len, 0x20 + i, 0);
 		wr.wr.rdma.remote_addr = raddr;
 		wr.wr.rdma.rkey = self->mr->rkey;
-		post_a(_metadata, self, &wr, IBV_WC_SUCCESS,
+		rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS,
 		       IBV_WC_RDMA_WRITE, what);
 		memcpy(self->img + raddr, self->e.ba.p + 1, len);
 		buf_check(_metadata, self, what);
@@ -520,7 +502,7 @@ static void write_read(struct __test_metadata *_metadata,
 		memcpy(want + 1, self->img + raddr, len);
 		wr.wr_id = 0x200 + i;
 		wr.opcode = IBV_WR_RDMA_READ;
-		post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+		rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
 		       what);
 		EXPECT_SAME_BYTES(self->e.ba.p, want, BUF_LEN, what);
 	}
@@ -557,7 +539,7 @@ TEST_F(dmabuf_rc, send)
 	struct ibv_send_wr wr = {
 		.wr_id = 0x301, .sg_list = &s, .num_sge = 1,
 		.opcode = IBV_WR_SEND,
-	}, *bad = NULL;
+	};
 	struct ibv_recv_wr *rbad = NULL;
 
 	RC_BUF_OR_SKIP(EXP_VGEM);
@@ -565,7 +547,7 @@ TEST_F(dmabuf_rc, send)
 	r[1].lkey = self->e.bb.mr->lkey;
 	rc_fill(self->e.ba.p, len, 0x55, 0);
 	ASSERT_EQ(0, ibv_post_recv(self->e.p.b.qp, &rwr, &rbad));
-	post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_SEND,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_SEND,
 	       "SEND into a dma-buf");
 	rc_expect_wc(_metadata, self->e.p.b.rcq, &(struct rc_wc_exp){
 		.wr_id = 0x300, .status = IBV_WC_SUCCESS,
@@ -585,12 +567,8 @@ TEST_F(dmabuf_rc, send)
 	s.length = len - 100;
 	s.lkey = self->mr->lkey;
 	wr.wr_id = 0x303;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	ASSERT_EQ(0, ibv_post_send(self->e.p.b.qp, &wr, &bad));
-	rc_expect_wc(_metadata, self->e.p.b.scq, &(struct rc_wc_exp){
-		.wr_id = 0x303, .status = IBV_WC_SUCCESS,
-		.opcode = IBV_WC_SEND, .qp_num = self->e.p.b.qp->qp_num,
-	}, "SEND from a dma-buf");
+	rc_post_expect(_metadata, &self->e.p.b, &wr, IBV_WC_SUCCESS,
+		       IBV_WC_SEND, "SEND from a dma-buf");
 	rc_expect_wc(_metadata, self->e.p.a.rcq, &(struct rc_wc_exp){
 		.wr_id = 0x302, .status = IBV_WC_SUCCESS,
 		.opcode = IBV_WC_RECV, .recv = 1, .byte_len = len - 100,
@@ -622,7 +600,7 @@ TEST_F(dmabuf_rc, atomics)
 	wr.wr.atomic.rkey = self->mr->rkey;
 	wr.wr.atomic.compare_add = w0;
 	wr.wr.atomic.swap = 0xdeadbeefcafef00dULL;
-	post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP,
 	       "CAS on a dma-buf");
 	EXPECT_EQ(w0, rd64(self->e.ba.p));
 	wr64(self->img + raddr, 0xdeadbeefcafef00dULL);
@@ -631,7 +609,7 @@ TEST_F(dmabuf_rc, atomics)
 	wr.wr_id = 0x401;
 	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 	wr.wr.atomic.compare_add = 3;
-	post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD,
 	       "FAA on a dma-buf");
 	EXPECT_EQ(0xdeadbeefcafef00dULL, rd64(self->e.ba.p));
 	wr64(self->img + raddr, 0xdeadbeefcafef010ULL);
@@ -657,7 +635,7 @@ TEST_F(dmabuf_rc, beyond_mr)
 	rc_fill(self->e.ba.p, 8, 0x99, 0);
 	wr.wr.rdma.remote_addr = MR_OFF + MR_LEN - 4;
 	wr.wr.rdma.rkey = self->mr->rkey;
-	post_a(_metadata, self, &wr, IBV_WC_REM_ACCESS_ERR, 0,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_REM_ACCESS_ERR, 0,
 	       "WRITE past the dma-buf MR");
 	buf_check(_metadata, self, "WRITE past the dma-buf MR");
 }
@@ -683,12 +661,12 @@ TEST_F(dmabuf_rc, outlives_fd)
 	rc_fill(self->e.ba.p, 4000, 0x66, 0);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = self->mr->rkey;
-	post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE,
 	       "WRITE into a dma-buf whose fd is closed");
 	memset(self->e.ba.p, 0, 4000);
 	wr.wr_id = 0x601;
 	wr.opcode = IBV_WR_RDMA_READ;
-	post_a(_metadata, self, &wr, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
+	rc_post_expect(_metadata, &self->e.p.a, &wr, IBV_WC_SUCCESS, IBV_WC_RDMA_READ,
 	       "READ it back");
 	rc_fill(self->img, 4000, 0x66, 0);
 	EXPECT_SAME_BYTES(self->e.ba.p, self->img, 4000, "READ it back");

@@ -65,19 +65,14 @@ have() { command -v "$1" >/dev/null; }
 host_main()
 {
 	local top out vmrc
-	local -a vmargs
 
 	top=$(cd "$(dirname "$0")/../../.." && pwd)
 	out=${XRC_2VM_OUT:-$top/out/xrc_2vm}
 	have ibv_xsrq_pingpong || have rdma_xserver ||
 		skip_all "neither ibv_xsrq_pingpong (ibverbs-utils) nor rdma_xserver (rdmacm-utils) is installed"
 	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	read -r -a vmargs <<<"${XRC_2VM_VM_ARGS:-}"
-	rm -rf "$out"
-	mkdir -p "$out"
-	vm2_boot "$out" $((900 * SLOW)) "$SELF" "${vmargs[@]}"
+	vm2_run "$out" $((900 * SLOW)) "${XRC_2VM_VM_ARGS:-}"
 	vmrc=$?
-	vm2_results "$out/primary/results"
 	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
 	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
 	finish

@@ -55,18 +55,13 @@ have() { command -v "$1" >/dev/null; }
 host_main()
 {
 	local top out vmrc
-	local -a vmargs
 
 	top=$(cd "$(dirname "$0")/../../.." && pwd)
 	out=${PERFTEST_2VM_OUT:-$top/out/perftest_2vm}
 	have ib_write_bw || skip_all "perftest not installed"
 	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	read -r -a vmargs <<<"${PERFTEST_2VM_VM_ARGS:-}"
-	rm -rf "$out"
-	mkdir -p "$out"
-	vm2_boot "$out" $((900 * SLOW)) "$SELF" "${vmargs[@]}"
+	vm2_run "$out" $((900 * SLOW)) "${PERFTEST_2VM_VM_ARGS:-}"
 	vmrc=$?
-	vm2_results "$out/primary/results"
 	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
 	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
 	finish

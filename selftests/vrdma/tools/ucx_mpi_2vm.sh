@@ -44,18 +44,13 @@ ITERS=${UCX_MPI_ITERS:-20}
 host_main()
 {
 	local top out vmrc want=3
-	local -a vmargs
 
 	top=$(cd "$(dirname "$0")/../../.." && pwd)
 	out=${UCX_MPI_OUT:-$top/out/ucx_mpi_2vm}
 	command -v ucx_perftest >/dev/null || skip_all "ucx-utils not installed"
 	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	rm -rf "$out"
-	mkdir -p "$out"
-	read -r -a vmargs <<<"${UCX_MPI_VM_ARGS:-}"
-	vm2_boot "$out" $((1200 * SLOW)) "$SELF" "${vmargs[@]}"
+	vm2_run "$out" $((1200 * SLOW)) "${UCX_MPI_VM_ARGS:-}"
 	vmrc=$?
-	vm2_results "$out/primary/results"
 	# The VMs see this machine's root: the same tools.
 	if command -v mpirun >/dev/null && [ -x "$SELF_DIR/../build/mpi_xfer" ]; then
 		want=6

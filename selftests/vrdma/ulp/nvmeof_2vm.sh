@@ -48,19 +48,14 @@ WANT=16
 host_main()
 {
 	local top out vmrc
-	local -a vmargs
 
 	top=$(cd "$(dirname "$0")/../../.." && pwd)
 	out=${NVMEOF_2VM_OUT:-$top/out/nvmeof_2vm}
 	command -v nvme >/dev/null || skip_all "nvme-cli is not installed"
 	command -v fio >/dev/null || skip_all "fio is not installed"
 	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	read -r -a vmargs <<<"${NVMEOF_VM_ARGS:-}"
-	rm -rf "$out"
-	mkdir -p "$out"
-	vm2_boot "$out" $((900 * SLOW)) "$SELF" "${vmargs[@]}"
+	vm2_run "$out" $((900 * SLOW)) "${NVMEOF_VM_ARGS:-}"
 	vmrc=$?
-	vm2_results "$out/primary/results"
 	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
 	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
 	finish

@@ -44,6 +44,10 @@ SERVER_TIMEOUT=$((180 * SLOW))
 CLIENT_TIMEOUT=$((150 * SLOW))
 SIZE=65536
 ITERS=200
+# The QPs' local ACK timeout: 4.096 us * 2^18, about 1 s, so that the 7
+# retries outlast a VM the busy host leaves without CPU for a while (the
+# default, 14, gives up after half a second of silence).
+QP_TIMEOUT=18
 # What A reports: 2 results for each of 6 perftest runs, 2 for
 # raw_ethernet_bw, and the resources of both devices.
 WANT=16
@@ -73,6 +77,9 @@ host_main()
 job_gid() { roce_v2_ipv4_gid "$DEV"; }
 job_res() { rdma_res; }
 job_mac() { cat /sys/class/net/eth0/address; }
+# job_stats: the device's counters that are not zero.
+job_stats() { rdma statistic show link "$DEV/1" 2>/dev/null | tr ' ' '\n' |
+	paste - - | awk '$2 != 0 && $2 ~ /^[0-9]+$/'; }
 
 hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
 
@@ -110,10 +117,18 @@ bw()
 	tx=$(hw_stat sent_bytes) rx=$(hw_stat rcvd_bytes)
 	vm2_pair "$sv" 1 tcp_listening "$bw_port" '.' \
 		'^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+' \
-		"$tool" -d "$DEV" -x "$gs" -p "$bw_port" -F "${sargs[@]}" -- \
-		"$tool" -d "$DEV" -x "$gc" -p "$bw_port" -F "${cargs[@]}" "$ip"
+		"$tool" -d "$DEV" -x "$gs" -p "$bw_port" -F -u "$QP_TIMEOUT" \
+		"${sargs[@]}" -- \
+		"$tool" -d "$DEV" -x "$gc" -p "$bw_port" -F -u "$QP_TIMEOUT" \
+		"${cargs[@]}" "$ip"
 	bad=$?
 	rm -f "$VM2_SLOG"
+	if [ "$bad" -ne 0 ]; then
+		echo "# A's counters:"
+		job_stats | sed 's/^/#   /'
+		echo "# B's counters:"
+		vm2_on B stats | sed 's/^/#   /'
+	fi
 	vm2_result "$bad" "$desc ($((SECONDS - t0)) s)"
 	tx=$(($(hw_stat sent_bytes) - tx)) rx=$(($(hw_stat rcvd_bytes) - rx))
 	echo "# A's $DEV sent $tx and received $rx bytes"

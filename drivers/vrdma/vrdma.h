@@ -649,8 +649,8 @@ struct vrdma_srq {
  * @pd: its PD: the WQEs' SGEs are checked against it
  * @cq: where its completions go, with the WQ's number as qp_num
  * @mutex: serialises the placement of frames (the tasks of the QPs whose
- *	tables hold it) with modify_wq; protects everything below
- * @state: enum ib_wq_state
+ *	tables hold it) with modify_wq; protects everything below, and
+ *	ibwq.state, the WQ's state, which ib_core reads too
  * @rq: the ring; user space produces
  * @max_sge: granted SGEs per WQE
  * @wqe: the kernel's copy of the WQE being filled
@@ -661,7 +661,6 @@ struct vrdma_wq {
 	struct vrdma_pd *pd;
 	struct vrdma_cq *cq;
 	struct mutex mutex;	/* see above */
-	enum ib_wq_state state;
 	struct vrdma_queue rq;
 	u32 max_sge;
 	struct vrdma_recv_wqe *wqe;

@@ -182,11 +182,8 @@ static void vrdma_wq_flush(struct vrdma_wq *wq)
 	u32 count;
 
 	lockdep_assert_held(&wq->mutex);
-	if (vrdma_queue_count(q, &count)) {
-		/* A garbage index: nothing in the ring can be trusted. */
-		vrdma_count(wq->vdev, VRDMA_CNT_BAD_WQE);
-		return;
-	}
+	if (vrdma_queue_count(q, &count))
+		return;		/* a garbage index: nothing can be trusted */
 	while (count--) {
 		const struct vrdma_recv_wqe *w = vrdma_queue_slot(q, q->kidx);
 
@@ -199,9 +196,9 @@ static void vrdma_wq_flush(struct vrdma_wq *wq)
 /* Move the WQ to ERR, and flush it; wq->mutex held. */
 static void vrdma_wq_error(struct vrdma_wq *wq, bool fatal)
 {
-	if (wq->state != IB_WQS_ERR && fatal)
+	if (wq->ibwq.state != IB_WQS_ERR && fatal)
 		vrdma_wq_event(wq, IB_EVENT_WQ_FATAL);
-	wq->state = IB_WQS_ERR;
+	wq->ibwq.state = IB_WQS_ERR;
 	vrdma_wq_flush(wq);
 }
 
@@ -244,7 +241,7 @@ static void vrdma_wq_rcv(struct vrdma_wq *wq, struct sk_buff *skb)
 	int ret;
 
 	mutex_lock(&wq->mutex);
-	if (wq->state != IB_WQS_RDY) {
+	if (wq->ibwq.state != IB_WQS_RDY) {
 		vrdma_count(vdev, VRDMA_CNT_RAW_DROPPED);
 		goto out;
 	}
@@ -371,7 +368,9 @@ struct ib_wq *vrdma_create_wq(struct ib_pd *ibpd,
 	wq->vdev = vdev;
 	wq->pd = to_vpd(ibpd);
 	wq->cq = to_vcq(init->cq);
-	wq->state = IB_WQS_RESET;
+	wq->ibwq.state = IB_WQS_RESET;
+	/* ib_core leaves the handler (uverbs': the async event file) to us. */
+	wq->ibwq.event_handler = init->event_handler;
 	mutex_init(&wq->mutex);
 	init->max_wr = n;
 	init->max_sge = wq->max_sge;
@@ -425,9 +424,9 @@ int vrdma_modify_wq(struct ib_wq *ibwq, struct ib_wq_attr *attr, u32 mask,
 		return -EOPNOTSUPP;
 
 	mutex_lock(&wq->mutex);
-	cur = (mask & IB_WQ_CUR_STATE) ? attr->curr_wq_state : wq->state;
+	cur = (mask & IB_WQ_CUR_STATE) ? attr->curr_wq_state : wq->ibwq.state;
 	ret = -EINVAL;
-	if (cur != wq->state)
+	if (cur != wq->ibwq.state)
 		goto out;
 	ret = 0;
 	if (!(mask & IB_WQ_STATE))
@@ -435,13 +434,13 @@ int vrdma_modify_wq(struct ib_wq *ibwq, struct ib_wq_attr *attr, u32 mask,
 	switch (attr->wq_state) {
 	case IB_WQS_RESET:
 		vrdma_queue_reset(&wq->rq);
-		wq->state = IB_WQS_RESET;
+		wq->ibwq.state = IB_WQS_RESET;
 		break;
 	case IB_WQS_RDY:
 		if (cur == IB_WQS_ERR)
 			ret = -EINVAL;
 		else
-			wq->state = IB_WQS_RDY;
+			wq->ibwq.state = IB_WQS_RDY;
 		break;
 	case IB_WQS_ERR:
 		vrdma_wq_error(wq, false);

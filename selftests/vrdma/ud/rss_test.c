@@ -18,6 +18,7 @@
  *     later, ERR to RDY is refused, RESET to RDY receives again;
  *   - destroy order: a WQ a table holds, a table a QP holds, a QP with a
  *     flow: EBUSY; in order, everything goes;
+ *   - the device's limits of tables and WQs (ENOMEM beyond);
  *   - bad inputs: a table larger than the device's, hash fields and
  *     functions not implemented, a key of the wrong length, WQs of
  *     another PD or context, sizes beyond the device's, modify/post on an
@@ -1057,6 +1058,59 @@ TEST_F(rss, bad_inputs)
 	f = frame_flow(7, 0, 0, self->seed);
 	send_expect(_metadata, self, &f, frame_hash(&f, pyverbs_key, 0xff),
 		    "after the bad inputs");
+}
+
+/*
+ * The device's limits hold: max_rwq_indirection_tables tables, then
+ * ENOMEM; max_wq_type_rq WQs, then ENOMEM; the last one of each works.
+ */
+TEST_F(rss, limits)
+{
+	int max_tbl = self->ax.rss_caps.max_rwq_indirection_tables;
+	int max_wq = self->ax.max_wq_type_rq;
+	struct ibv_rwq_ind_table_init_attr ta = { .log_ind_tbl_size = 0 };
+	struct ibv_rwq_ind_table **tbls;
+	struct ibv_wq **wqs, *ind[1];
+	int i, n;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "vrdma's limits");
+	rss_env(_metadata, self, 1, 1, 0, pyverbs_key, 0);
+	tbls = calloc(max_tbl + 1, sizeof(*tbls));
+	wqs = calloc(max_wq + 1, sizeof(*wqs));
+	ASSERT_NE(NULL, tbls);
+	ASSERT_NE(NULL, wqs);
+
+	/* The fixture's table is one. */
+	ind[0] = self->wq[0];
+	ta.ind_tbl = ind;
+	for (n = 0; n < max_tbl; n++) {
+		tbls[n] = ibv_create_rwq_ind_table(self->d.ctx, &ta);
+		if (!tbls[n])
+			break;
+	}
+	EXPECT_EQ(max_tbl - 1, n);
+	EXPECT_EQ(ENOMEM, errno);
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(0, ibv_destroy_rwq_ind_table(tbls[i]));
+
+	/* The fixture's WQ is one. */
+	for (n = 0; n < max_wq; n++) {
+		wqs[n] = wq_create(self->d.ctx, self->d.pd, self->cq[0], 1);
+		if (!wqs[n])
+			break;
+	}
+	EXPECT_EQ(max_wq - 1, n);
+	EXPECT_EQ(ENOMEM, errno);
+	for (i = 0; i < n; i++)
+		EXPECT_EQ(0, ibv_destroy_wq(wqs[i]));
+	free(tbls);
+	free(wqs);
+
+	/* The QP on the fixture's table still receives. */
+	wq_post(_metadata, self, 0, 1);
+	send_expect(_metadata, self, &(struct frame){ .len = FRAME_LEN }, 0,
+		    "after the limits");
 }
 
 /* ---- a hostile process: it writes the WQ's ring (vrdma only) ----------- */

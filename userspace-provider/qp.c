@@ -104,7 +104,7 @@ static int vrdma_qp_setup_rings(struct vrdma_context *ctx,
 	return 0;
 }
 
-static struct vrdma_qp *vrdma_qp_alloc(void)
+struct vrdma_qp *vrdma_qp_alloc(void)
 {
 	struct vrdma_qp *qp;
 	int ret;
@@ -128,7 +128,7 @@ err_free:
 	return NULL;
 }
 
-static void vrdma_qp_free(struct vrdma_qp *qp)
+void vrdma_qp_free(struct vrdma_qp *qp)
 {
 	vrdma_lock_destroy(&qp->rq.lock);
 	vrdma_lock_destroy(&qp->sq.lock);
@@ -259,6 +259,10 @@ struct ibv_qp *vrdma_create_qp_ex(struct ibv_context *context,
 	struct ibv_qp *qp;
 	int ret;
 
+	/* RSS: a raw packet QP on an indirection table (wq.c) */
+	if (attr->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE |
+			       IBV_QP_INIT_ATTR_RX_HASH))
+		return vrdma_create_qp_rss(context, attr);
 	if ((!target && !(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) ||
 	    (attr->comp_mask & ~known) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&

@@ -38,6 +38,15 @@ int vrdma_query_device_ex(struct ibv_context *context,
 	 */
 	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
 		 "%" PRIu64 ".0.0", (uint64_t)resp.base.fw_ver);
+	/*
+	 * RSS: the kernel answers the tables' sizes; the hash is the
+	 * provider's to describe, as uverbs carries none (wq.c).
+	 */
+	if (attr_size >= offsetof(struct ibv_device_attr_ex, rss_caps) +
+			 sizeof(attr->rss_caps)) {
+		attr->rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
+		attr->rss_caps.rx_hash_fields_mask = VRDMA_RX_HASH_FIELDS;
+	}
 	return 0;
 }
 

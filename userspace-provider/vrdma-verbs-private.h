@@ -671,6 +671,68 @@ int ibv_cmd_create_flow(struct ibv_qp *qp, struct ibv_flow *flow_id,
 int ibv_cmd_destroy_flow(struct ibv_flow *flow_id);
 
 /* ------------------------------------------------------------------------
+ * RSS: work queues, indirection tables, QPs on them (libibverbs/cmd_wq.c,
+ * cmd_rwq_ind.c, cmd.c, cmd_qp.c; kern-abi.h's DECLARE_CMD_EX commands,
+ * whose header is the extended one).
+ */
+struct vrdma_ex_hdr {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+};
+
+#define VRDMA_DECLARE_CMD_EX(_name, _kabi)				\
+	struct _name {							\
+		struct vrdma_ex_hdr hdr;				\
+		struct _kabi core_payload;				\
+	};								\
+	static_assert(offsetof(struct _name, core_payload) ==		\
+			      sizeof(struct vrdma_ex_hdr),		\
+		      "bad " #_name " header");				\
+	static_assert(sizeof(struct _name) ==				\
+			      sizeof(struct vrdma_ex_hdr) +		\
+				      sizeof(struct _kabi),		\
+		      "bad " #_name " size")
+
+VRDMA_DECLARE_CMD_EX(ibv_create_qp_ex, ib_uverbs_ex_create_qp);
+VRDMA_DECLARE_CMD_EX(ibv_create_wq, ib_uverbs_ex_create_wq);
+VRDMA_DECLARE_CMD_EX(ibv_modify_wq, ib_uverbs_ex_modify_wq);
+
+/*
+ * CREATE_QP of any type, attr_ex->comp_mask also IBV_QP_INIT_ATTR_IND_TABLE
+ * (then no RQ, recv_cq or SRQ: EINVAL), IBV_QP_INIT_ATTR_RX_HASH (never
+ * sent: the hash is the driver's), CREATE_FLAGS, MAX_TSO_HEADER; the
+ * driver request follows struct ibv_create_qp_ex, the driver response
+ * struct ib_uverbs_ex_create_qp_resp.
+ */
+int ibv_cmd_create_qp_ex2(struct ibv_context *context, struct verbs_qp *qp,
+			  struct ibv_qp_init_attr_ex *attr_ex,
+			  struct ibv_create_qp_ex *cmd, size_t cmd_size,
+			  struct ib_uverbs_ex_create_qp_resp *resp,
+			  size_t resp_size);
+/*
+ * CREATE_WQ: fills wq's context, cq, pd, wq_type, handle and wq_num, and
+ * wq_init_attr's max_wr and max_sge with what the kernel granted; not
+ * post_recv, state or wq_context.
+ */
+int ibv_cmd_create_wq(struct ibv_context *context,
+		      struct ibv_wq_init_attr *wq_init_attr,
+		      struct ibv_wq *wq, struct ibv_create_wq *cmd,
+		      size_t cmd_size,
+		      struct ib_uverbs_ex_create_wq_resp *resp,
+		      size_t resp_size);
+/* MODIFY_WQ; sets wq->state on success when attr asks for a state. */
+int ibv_cmd_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr,
+		      struct ibv_modify_wq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_wq(struct ibv_wq *wq);
+/* Fills rwq_ind_table's context, handle and number. */
+int ibv_cmd_create_rwq_ind_table(struct ibv_context *context,
+				 struct ibv_rwq_ind_table_init_attr *init_attr,
+				 struct ibv_rwq_ind_table *rwq_ind_table,
+				 struct ib_uverbs_ex_create_rwq_ind_table_resp *resp,
+				 size_t resp_size);
+int ibv_cmd_destroy_rwq_ind_table(struct ibv_rwq_ind_table *rwq_ind_table);
+
+/* ------------------------------------------------------------------------
  * What the layout is on LP64 (x86_64, arm64) with v44; only a guard
  * against accidental edits, the test is what checks it against libibverbs.
  */

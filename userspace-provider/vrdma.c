@@ -89,6 +89,13 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.unimport_dm = vrdma_unimport_dm,
 	.unimport_mr = vrdma_unimport_mr,
 	.unimport_pd = vrdma_unimport_pd,
+
+	/* RSS (wq.c) */
+	.create_rwq_ind_table = vrdma_create_rwq_ind_table,
+	.create_wq = vrdma_create_wq,
+	.destroy_rwq_ind_table = vrdma_destroy_rwq_ind_table,
+	.destroy_wq = vrdma_destroy_wq,
+	.modify_wq = vrdma_modify_wq,
 };
 
 /*

@@ -15,6 +15,8 @@
  *              post_send, post_recv
  *   wr.c       the ibv_wr_* work request builders of an extended QP
  *   srq.c      shared receive queues, basic and XRC, post_srq_recv
+ *   wq.c       RSS: work queues, post_wq_recv, indirection tables, raw
+ *              packet QPs on them
  *
  * Everything the provider shares with the kernel comes from
  * uapi/rdma/vrdma-abi.h; everything it shares with libibverbs beyond the
@@ -214,6 +216,12 @@ struct vrdma_qp {
 	struct vrdma_rq rq;	/* no ring with an SRQ */
 };
 
+/* A work queue (RSS): a receive ring as a QP's RQ. */
+struct vrdma_wq {
+	struct ibv_wq ibv_wq;
+	struct vrdma_rq rq;
+};
+
 /* vsrq.srq_type and srq_num are filled by create_srq_ex only. */
 struct vrdma_srq {
 	struct verbs_srq vsrq;
@@ -411,6 +419,20 @@ int vrdma_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
 		    struct ibv_recv_wr **bad_wr);
 int vrdma_post_rq(struct vrdma_rq *rq, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr, uint32_t *posted);
+struct vrdma_qp *vrdma_qp_alloc(void);
+void vrdma_qp_free(struct vrdma_qp *qp);
+
+/* wq.c */
+struct ibv_wq *vrdma_create_wq(struct ibv_context *context,
+			       struct ibv_wq_init_attr *attr);
+int vrdma_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr);
+int vrdma_destroy_wq(struct ibv_wq *wq);
+struct ibv_rwq_ind_table *
+vrdma_create_rwq_ind_table(struct ibv_context *context,
+			   struct ibv_rwq_ind_table_init_attr *attr);
+int vrdma_destroy_rwq_ind_table(struct ibv_rwq_ind_table *tbl);
+struct ibv_qp *vrdma_create_qp_rss(struct ibv_context *context,
+				   struct ibv_qp_init_attr_ex *attr);
 
 /* wr.c */
 int vrdma_wr_check_ops(struct ibv_context *context, enum ibv_qp_type type,

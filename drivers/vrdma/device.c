@@ -98,6 +98,8 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	/* Kernel pages mapped into the process (dm.c). */
 	attr->max_dm_size = VRDMA_MAX_DM_SIZE;
 	attr->max_pkeys = VRDMA_MAX_PKEYS;
+	/* RSS: WQs, indirection tables (wq.c). */
+	vrdma_wq_attr(attr);
 	attr->local_ca_ack_delay = 15;
 }
 
@@ -146,6 +148,7 @@ static void vrdma_dealloc_driver(struct ib_device *ibdev)
 	vrdma_mw_dev_fini(vdev);
 	vrdma_mcast_dev_fini(vdev);
 	vrdma_raw_dev_fini(vdev);
+	vrdma_wq_dev_fini(vdev);
 	vrdma_xrc_dev_fini(vdev);
 	netdev_put(vdev->ndev, &vdev->ndev_tracker);
 }
@@ -209,6 +212,14 @@ static const struct ib_device_ops vrdma_dev_ops = {
 	.rereg_user_mr = vrdma_rereg_user_mr,
 	.resize_cq = vrdma_resize_cq,
 
+	/* RSS (wq.c) */
+	.create_rwq_ind_table = vrdma_create_rwq_ind_table,
+	.create_wq = vrdma_create_wq,
+	.destroy_rwq_ind_table = vrdma_destroy_rwq_ind_table,
+	.destroy_wq = vrdma_destroy_wq,
+	.modify_wq = vrdma_modify_wq,
+	INIT_RDMA_OBJ_SIZE(ib_rwq_ind_table, vrdma_rwq_ind_table, ibtbl),
+
 	INIT_RDMA_OBJ_SIZE(ib_ah, vrdma_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, vrdma_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_mw, vrdma_mw, ibmw),
@@ -253,6 +264,7 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 	lockdep_set_class(&vdev->ah_xa.xa_lock, &vrdma_ah_xa_key);
 	xa_init_flags(&vdev->mr_xa, XA_FLAGS_ALLOC1);
 	vrdma_xrc_dev_init(vdev);
+	vrdma_wq_dev_init(vdev);
 	vdev->mr_key_byte = kvzalloc(VRDMA_MAX_MR + 1, GFP_KERNEL);
 	ret = vrdma_mw_dev_init(vdev);
 	if (!ret)

@@ -160,6 +160,9 @@ static int __init vrdma_init(void)
 	int ret;
 
 	vrdma_copy_init();
+	ret = vrdma_rss_selftest();
+	if (ret)
+		return ret;
 	ret = vrdma_sched_init();
 	if (ret)
 		return ret;

@@ -34,6 +34,13 @@
  * netdev receives while there are any, and holds kernel memory.
  */
 #define VRDMA_MAX_FLOWS		256
+/*
+ * RSS (wq.c): WQs and indirection tables per device, and the largest
+ * table, 2^VRDMA_MAX_RWQ_IND_TBL_LOG entries.
+ */
+#define VRDMA_MAX_WQ		4096
+#define VRDMA_MAX_RWQ_IND_TBL	256
+#define VRDMA_MAX_RWQ_IND_TBL_LOG 10
 #define VRDMA_MAX_MR_SIZE	BIT_ULL(40)
 #define VRDMA_MAX_FAST_REG_PAGES 512
 #define VRDMA_MAX_PKEYS		1

@@ -277,7 +277,10 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
  * processes (a kernel work request has no field for the target's SRQ);
  * XRC target QPs by ib_core for an XRCD (@udata NULL, no PD, no CQs).
  * Raw packet QPs (raw.c) only for processes, which ib_core lets create
- * one only with CAP_NET_RAW; their rings are a UD QP's.
+ * one only with CAP_NET_RAW; their rings are a UD QP's.  One on an
+ * indirection table (an RSS QP, wq.c) has none: it only receives, into
+ * the table's WQs, from its creation on (in RTR, which modify_qp does not
+ * change).
  *
  * Return: 0, -EOPNOTSUPP for QP types and flags not implemented, -EINVAL
  * for capabilities beyond the device's or a target QP without XRCD,
@@ -290,24 +293,36 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct vrdma_qp *qp = to_vqp(ibqp);
 	struct vrdma_create_qp_resp resp = {};
 	struct vrdma_ucontext *uc;
+	struct vrdma_rss *rss = NULL;
 	u32 qpn;
 	int ret;
 
-	ret = vrdma_udata_check(ibqp->device, udata, __func__);
-	if (ret)
-		return ret;
+	if (init->rwq_ind_tbl) {
+		/* Its request carries the hash (wq.c). */
+		rss = vrdma_rss_create(qp, init, udata);
+		if (IS_ERR(rss))
+			return PTR_ERR(rss);
+		memset(&init->cap, 0, sizeof(init->cap));
+	} else {
+		ret = vrdma_udata_check(ibqp->device, udata, __func__);
+		if (ret)
+			return ret;
+	}
 	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
 	     init->qp_type != IB_QPT_UD && init->qp_type != IB_QPT_XRC_TGT &&
 	     (init->qp_type != IB_QPT_GSI || udata) &&
 	     (init->qp_type != IB_QPT_XRC_INI || !udata) &&
 	     (init->qp_type != IB_QPT_RAW_PACKET || !udata)) ||
-	    init->create_flags)
-		return -EOPNOTSUPP;
+	    init->create_flags) {
+		ret = -EOPNOTSUPP;
+		goto err_rss;
+	}
+	ret = -EINVAL;
 	if (init->qp_type == IB_QPT_GSI && init->port_num != VRDMA_PORT)
-		return -EINVAL;
+		goto err_rss;
 	if (init->qp_type == IB_QPT_XRC_TGT) {
 		if (!init->xrcd)
-			return -EINVAL;
+			goto err_rss;
 		memset(&init->cap, 0, sizeof(init->cap));
 	} else if (init->qp_type == IB_QPT_XRC_INI) {
 		init->cap.max_recv_wr = 0;
@@ -315,11 +330,15 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 	ret = vrdma_qp_check_cap(vdev, &init->cap, !!init->srq);
 	if (ret)
-		return ret;
+		goto err_rss;
+	ret = -EINVAL;
 	if (udata && udata->outlen < sizeof(resp))
-		return -EINVAL;
-	uc = udata ? rdma_udata_to_drv_context(udata, struct vrdma_ucontext,
-					       ibuc) : NULL;
+		goto err_rss;
+	/* An RSS QP's empty rings stay in the kernel, as an XRC target's. */
+	uc = udata && !rss ? rdma_udata_to_drv_context(udata,
+						       struct vrdma_ucontext,
+						       ibuc) : NULL;
+	qp->rss = rss;
 
 	if (atomic_inc_return(&vdev->num_qp) > vdev->attr.max_qp) {
 		ret = -ENOMEM;
@@ -333,7 +352,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->rcq = to_vcq(init->recv_cq);
 	qp->srq = init->srq ? to_vsrq(init->srq) : NULL;
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
-	qp->state = IB_QPS_RESET;
+	qp->state = rss ? IB_QPS_RTR : IB_QPS_RESET;
 	spin_lock_init(&qp->sq_lock);
 	spin_lock_init(&qp->rq_lock);
 	vrdma_sched_qp_init(qp);
@@ -354,6 +373,8 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ret = vrdma_qp_alloc_queues(qp, &init->cap, uc, &resp);
 	if (ret)
 		goto err_queues;
+	if (rss)
+		memset(&init->cap, 0, sizeof(init->cap));
 
 	if (init->qp_type == IB_QPT_GSI) {
 		/* Reserved (a NULL entry) until complete, as below. */
@@ -392,6 +413,9 @@ err_queues:
 	dst_cache_destroy(&qp->av.dst_cache);
 err_count:
 	atomic_dec(&vdev->num_qp);
+err_rss:
+	kfree(rss);
+	qp->rss = NULL;
 	return ret;
 }
 
@@ -536,7 +560,8 @@ int vrdma_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	ret = vrdma_udata_check(ibqp->device, udata, __func__);
 	if (ret)
 		return ret;
-	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+	/* An RSS QP has no states to go through (wq.c). */
+	if ((mask & ~IB_QP_ATTR_STANDARD_BITS) || qp->rss)
 		return -EOPNOTSUPP;
 
 	vrdma_qp_lock(qp);
@@ -642,6 +667,8 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		attr->cap.max_recv_wr = 0;
 		attr->cap.max_recv_sge = 0;
 	}
+	if (qp->rss)
+		memset(&attr->cap, 0, sizeof(attr->cap));
 	/* The PSNs as they are now ("rdma res show qp" reports them). */
 	attr->sq_psn = qp->req.psn;
 	attr->rq_psn = qp->resp.psn;
@@ -696,6 +723,7 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 		rdma_put_gid_attr(qp->av.sgid_attr);
 	dst_cache_destroy(&qp->av.dst_cache);
 	vrdma_qp_free_queues(qp);
+	kfree(qp->rss);
 	atomic_dec(&vdev->num_qp);
 	return 0;
 }
@@ -726,7 +754,7 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 {
 	struct vrdma_qp *qp = to_vqp(ibqp);
 
-	if (ibqp->qp_type == IB_QPT_XRC_TGT) {
+	if (ibqp->qp_type == IB_QPT_XRC_TGT || qp->rss) {
 		*bad_wr = wr;
 		return -EINVAL;	/* nothing to send with */
 	}
@@ -759,9 +787,9 @@ int vrdma_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int vrdma_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr)
 {
-	if (ibqp->qp_type == IB_QPT_XRC_TGT) {
+	if (ibqp->qp_type == IB_QPT_XRC_TGT || to_vqp(ibqp)->rss) {
 		*bad_wr = wr;
-		return -EINVAL;	/* its receive WQEs are in XRC SRQs */
+		return -EINVAL;	/* its receive WQEs are in XRC SRQs or WQs */
 	}
 	if (vrdma_queue_is_kernel(&to_vqp(ibqp)->sq))
 		return vrdma_kpost_recv(to_vqp(ibqp), wr, bad_wr);

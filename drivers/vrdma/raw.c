@@ -29,6 +29,12 @@
  * (vrdma_raw_responder()); without one it is dropped and counted, as a
  * NIC drops.
  *
+ * RSS: a QP made on an indirection table (wq.c) is steered to as any
+ * other, one copy per QP; the copy carries, in skb->hash, the Toeplitz
+ * hash of the fields the QP selects (vrdma_raw_rss_hash()), and the
+ * QP's task places it into the WQ the hash picks in the table instead of
+ * an RQ of its own.
+ *
  * The frames of the wire come from a packet tap on the bound netdev
  * (dev_add_pack(), ETH_P_ALL), which sees every frame received.  It exists
  * only while the device has at least one flow: every RoCE packet would
@@ -151,7 +157,7 @@ static int vrdma_raw_frame_bytes(const struct sk_buff *skb, int off, u8 *buf,
 }
 
 /* The frame's length, a VLAN tag the stack took out of it included. */
-static unsigned int vrdma_raw_frame_len(const struct sk_buff *skb, int off)
+u32 vrdma_raw_frame_len(const struct sk_buff *skb, int off)
 {
 	return skb->len - off + (skb_vlan_tag_present(skb) ? VLAN_HLEN : 0);
 }
@@ -351,8 +357,63 @@ static bool vrdma_raw_steered(struct vrdma_raw *raw,
 	return false;
 }
 
-/* Queue a copy of the frame to @qp; the QP's task places it. */
-static void vrdma_raw_queue(struct vrdma_qp *qp, struct sk_buff *skb, int off)
+/*
+ * The RSS hash of a frame for @rss: the Toeplitz hash of the fields it
+ * selects, in the order of Microsoft's RSS input -- source address,
+ * destination address, source port, destination port.  A field the
+ * frame has not (an IPv6 address of an IPv4 frame, the ports of a
+ * fragment or of another protocol) is left out.
+ */
+static u32 vrdma_raw_rss_hash(const struct vrdma_rss *rss,
+			      const struct vrdma_raw_hdrs *h)
+{
+	u8 in[2 * sizeof(struct in6_addr) + 4];
+	unsigned int n = 0;
+	u64 f = rss->fields;
+	bool tcp;
+
+	if (h->ip == 4) {
+		if (f & VRDMA_RX_HASH_SRC_IPV4) {
+			memcpy(in + n, &h->saddr4, 4);
+			n += 4;
+		}
+		if (f & VRDMA_RX_HASH_DST_IPV4) {
+			memcpy(in + n, &h->daddr4, 4);
+			n += 4;
+		}
+	} else if (h->ip == 6) {
+		if (f & VRDMA_RX_HASH_SRC_IPV6) {
+			memcpy(in + n, &h->saddr6, 16);
+			n += 16;
+		}
+		if (f & VRDMA_RX_HASH_DST_IPV6) {
+			memcpy(in + n, &h->daddr6, 16);
+			n += 16;
+		}
+	}
+	/* h->ports: a TCP or UDP header, and not a later fragment. */
+	if (h->ports) {
+		tcp = h->l4_proto == IPPROTO_TCP;
+		if (f & (tcp ? VRDMA_RX_HASH_SRC_PORT_TCP :
+			       VRDMA_RX_HASH_SRC_PORT_UDP)) {
+			memcpy(in + n, &h->sport, 2);
+			n += 2;
+		}
+		if (f & (tcp ? VRDMA_RX_HASH_DST_PORT_TCP :
+			       VRDMA_RX_HASH_DST_PORT_UDP)) {
+			memcpy(in + n, &h->dport, 2);
+			n += 2;
+		}
+	}
+	return vrdma_toeplitz(rss->key, in, n);
+}
+
+/*
+ * Queue a copy of the frame to @qp; the QP's task places it.  @h: the
+ * frame's headers, which an RSS QP hashes.
+ */
+static void vrdma_raw_queue(struct vrdma_qp *qp, struct sk_buff *skb, int off,
+			    const struct vrdma_raw_hdrs *h)
 {
 	struct vrdma_dev *vdev = qp->vdev;
 	struct sk_buff *copy;
@@ -370,6 +431,10 @@ static void vrdma_raw_queue(struct vrdma_qp *qp, struct sk_buff *skb, int off)
 	skb_dst_drop(copy);
 	memset(vrdma_pkt(copy), 0, sizeof(struct vrdma_pkt));
 	vrdma_pkt(copy)->mask = VRDMA_OPF_RAW;
+	/* Set once at creation: the reference keeps it. */
+	if (qp->rss)
+		skb_set_hash(copy, vrdma_raw_rss_hash(qp->rss, h),
+			     PKT_HASH_TYPE_L4);
 	vrdma_qp_rcv(qp, copy);
 	vrdma_qp_put(qp);
 }
@@ -419,7 +484,7 @@ static void vrdma_raw_steer(struct vrdma_raw *raw, struct sk_buff *skb,
 		if (!take)
 			continue;
 		last = f->qp;
-		vrdma_raw_queue(f->qp, skb, off);
+		vrdma_raw_queue(f->qp, skb, off, &h);
 	}
 }
 
@@ -770,27 +835,35 @@ static void vrdma_raw_complete(struct vrdma_qp *qp, struct vrdma_cqe *cqe)
 		vrdma_qp_error(qp, 0);
 }
 
-/* Copy the frame in @skb (at its MAC header) into the receive WQE's SGL. */
-static int vrdma_raw_place(struct vrdma_qp *qp, struct sk_buff *skb)
+/**
+ * vrdma_raw_place() - copy a frame into the SGL of a receive WQE
+ * @vdev: the device
+ * @pd: the PD the WQE's SGEs are checked against
+ * @wqe: the kernel's copy of the WQE, checked; its SGEs hold the frame
+ * @skb: the frame, at its MAC header
+ *
+ * Return: 0, or the error of the copy (an SGE not writable).
+ */
+int vrdma_raw_place(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+		    const struct vrdma_recv_wqe *wqe, struct sk_buff *skb)
 {
-	struct vrdma_rwqe *rw = &qp->rwqe;
-	const struct vrdma_sge *sge = rw->wqe->sge;
-	u32 n = rw->wqe->num_sge;
+	const struct vrdma_sge *sge = wqe->sge;
+	u32 n = wqe->num_sge;
 	u8 tag[VLAN_HLEN];
 	int ret;
 
 	if (!skb_vlan_tag_present(skb))
-		return vrdma_sgl_copy_from_skb(qp->vdev, rw->pd, sge, n, 0, skb,
-					       0, skb->len);
+		return vrdma_sgl_copy_from_skb(vdev, pd, sge, n, 0, skb, 0,
+					       skb->len);
 	/* The tag the stack took out goes back after the MACs. */
 	vrdma_raw_tag(skb, tag);
-	ret = vrdma_sgl_copy_from_skb(qp->vdev, rw->pd, sge, n, 0, skb, 0,
+	ret = vrdma_sgl_copy_from_skb(vdev, pd, sge, n, 0, skb, 0,
 				      2 * ETH_ALEN);
 	if (!ret)
-		ret = vrdma_sgl_copy(qp->vdev, rw->pd, sge, n, 2 * ETH_ALEN,
-				     tag, VLAN_HLEN, true);
+		ret = vrdma_sgl_copy(vdev, pd, sge, n, 2 * ETH_ALEN, tag,
+				     VLAN_HLEN, true);
 	if (!ret)
-		ret = vrdma_sgl_copy_from_skb(qp->vdev, rw->pd, sge, n,
+		ret = vrdma_sgl_copy_from_skb(vdev, pd, sge, n,
 					      2 * ETH_ALEN + VLAN_HLEN, skb,
 					      2 * ETH_ALEN,
 					      skb->len - 2 * ETH_ALEN);
@@ -805,7 +878,8 @@ static int vrdma_raw_place(struct vrdma_qp *qp, struct sk_buff *skb)
  * Into the next receive WQE, whole: a buffer too small for it, or not
  * writable, is a local error (IB_WC_LOC_LEN_ERR, IB_WC_LOC_PROT_ERR) that
  * puts the QP in error, as for UD.  Without a receive WQE the frame is
- * dropped and counted (raw_dropped).
+ * dropped and counted (raw_dropped).  An RSS QP places it into the WQ its
+ * hash picks (vrdma_rss_rcv()).
  */
 void vrdma_raw_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 {
@@ -818,6 +892,10 @@ void vrdma_raw_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	/* Only raw.c queues to a raw QP, and only frames. */
 	if (WARN_ON_ONCE(!(vrdma_pkt(skb)->mask & VRDMA_OPF_RAW)))
 		goto out;
+	if (qp->rss) {
+		vrdma_rss_rcv(qp, skb);
+		goto out;
+	}
 	if (!vrdma_qp_receives(qp) ||
 	    (!rw->valid && !vrdma_take_rwqe(qp))) {
 		vrdma_count(qp->vdev, VRDMA_CNT_RAW_DROPPED);
@@ -825,7 +903,7 @@ void vrdma_raw_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 	if (len > rw->length) {
 		cqe.status = IB_WC_LOC_LEN_ERR;
-	} else if (vrdma_raw_place(qp, skb)) {
+	} else if (vrdma_raw_place(qp->vdev, rw->pd, rw->wqe, skb)) {
 		cqe.status = IB_WC_LOC_PROT_ERR;
 	} else {
 		cqe.status = IB_WC_SUCCESS;

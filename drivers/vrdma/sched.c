@@ -77,6 +77,8 @@
  *     mutex (raw.c: flows and the packet tap; taken under RTNL, never
  *     with a QP's mutex)
  *   qp->mutex, then VRDMA_QP_OWNED (vrdma_qp_lock())
+ *   a WQ's mutex (wq.c: an RSS QP's task places frames in its table's
+ *     WQs, which other QPs' tables may hold too; modify_wq alone)
  *   a peer QP's mutex and bit: only by trylock, so two QPs sending to
  *     each other never wait for each other
  *   leaf locks, held briefly and never nested: a CQ's lock (irq-safe), an

@@ -31,6 +31,8 @@
  *   mcast.c     UD multicast: groups of QPs, attach and detach
  *   raw.c       raw packet QPs: Ethernet frames sent on the netdev, and
  *               flow steering of received frames to them
+ *   wq.c        RSS: work queues, indirection tables, the Toeplitz hash
+ *               that picks a frame's WQ for a QP on a table
  *   param.h     every limit and tunable
  *   transport.h the transport's state: send WQEs in flight, requester,
  *               responder, PSNs
@@ -94,6 +96,8 @@ static_assert(sizeof(struct vrdma_create_qp_resp) == 56);
 static_assert(sizeof(struct vrdma_create_srq_resp) == 32);
 static_assert(sizeof(struct vrdma_modify_srq_req) == 16);
 static_assert(sizeof(struct vrdma_create_ah_resp) == 8);
+static_assert(sizeof(struct vrdma_create_qp_rss_req) == 64);
+static_assert(sizeof(struct vrdma_create_wq_resp) == 32);
 /* The GRH type reaches user space as the kernel's enum rdma_network_type. */
 static_assert(RDMA_NETWORK_IPV4 == (int)VRDMA_NETWORK_HDR_IPV4);
 static_assert(RDMA_NETWORK_IPV6 == (int)VRDMA_NETWORK_HDR_IPV6);
@@ -219,6 +223,10 @@ enum vrdma_counter {
  * @net: the tunnel sockets of the netdev's namespace (net.c)
  * @mcast: its multicast groups (mcast.c)
  * @raw: its flows, and the packet tap (raw.c)
+ * @num_wq: WQs in existence, held to attr.max_wq_type_rq (wq.c)
+ * @num_rwq_ind_tbl: indirection tables in existence, held to
+ *	attr.rss_caps.max_rwq_indirection_tables
+ * @rwq_ind_tbl_ida: the indirection tables' numbers
  * @parent: the parent device, whose net/ names @ndev (parent.c)
  * @counters: enum vrdma_counter
  * @debugfs: its directory under /sys/kernel/debug/vrdma (debugfs.c)
@@ -251,6 +259,9 @@ struct vrdma_dev {
 	struct vrdma_net *net;
 	struct vrdma_mcast *mcast;
 	struct vrdma_raw *raw;
+	atomic_t num_wq;
+	atomic_t num_rwq_ind_tbl;
+	struct ida rwq_ind_tbl_ida;
 	struct vrdma_parent *parent;
 	atomic64_t counters[VRDMA_NUM_COUNTERS];
 	struct dentry *debugfs;
@@ -556,6 +567,8 @@ struct vrdma_ah {
  * @xrcd: an XRC target QP's XRC domain, else NULL
  * @xrc_entry: an XRC target QP's entry in @xrcd's list
  * @raw_flows: a raw packet QP that has had flows (raw.c)
+ * @rss: a raw packet QP on an indirection table: its hash and table
+ *	(wq.c); it only receives, each frame into the WQ the hash picks
  */
 struct vrdma_qp {
 	struct ib_qp ibqp;
@@ -600,6 +613,7 @@ struct vrdma_qp {
 	struct vrdma_xrcd *xrcd;
 	struct list_head xrc_entry;
 	bool raw_flows;
+	struct vrdma_rss *rss;
 };
 
 /**
@@ -629,6 +643,55 @@ struct vrdma_srq {
 	u32 srqn;
 	refcount_t refs;
 	struct completion done;
+};
+
+/**
+ * struct vrdma_wq - a work queue (IB_WQT_RQ): a receive ring of its own
+ * @ibwq: ib_core's part
+ * @vdev: the device
+ * @pd: its PD: the WQEs' SGEs are checked against it
+ * @cq: where its completions go, with the WQ's number as qp_num
+ * @mutex: serialises the placement of frames (the tasks of the QPs whose
+ *	tables hold it) with modify_wq; protects everything below, and
+ *	ibwq.state, the WQ's state, which ib_core reads too
+ * @rq: the ring; user space produces
+ * @max_sge: granted SGEs per WQE
+ * @wqe: the kernel's copy of the WQE being filled
+ */
+struct vrdma_wq {
+	struct ib_wq ibwq;
+	struct vrdma_dev *vdev;
+	struct vrdma_pd *pd;
+	struct vrdma_cq *cq;
+	struct mutex mutex;	/* see above */
+	struct vrdma_queue rq;
+	u32 max_sge;
+	struct vrdma_recv_wqe *wqe;
+};
+
+/**
+ * struct vrdma_rwq_ind_table - an indirection table of WQs
+ * @ibtbl: ib_core's part, which holds a use count on each WQ
+ * @mask: entries - 1 (a power of two entries)
+ * @wqs: the WQ at each index
+ */
+struct vrdma_rwq_ind_table {
+	struct ib_rwq_ind_table ibtbl;
+	u32 mask;
+	struct vrdma_wq **wqs;
+};
+
+/**
+ * struct vrdma_rss - what a QP on an indirection table hashes, and where
+ *	the hash sends a frame
+ * @table: the indirection table (ib_core holds its use count)
+ * @fields: enum vrdma_rx_hash_fields
+ * @key: the Toeplitz key
+ */
+struct vrdma_rss {
+	struct vrdma_rwq_ind_table *table;
+	u64 fields;
+	u8 key[VRDMA_RSS_KEY_LEN];
 };
 
 /**
@@ -1100,6 +1163,30 @@ struct ib_flow *vrdma_create_flow(struct ib_qp *ibqp, struct ib_flow_attr *attr,
 				  struct ib_udata *udata);
 int vrdma_destroy_flow(struct ib_flow *ibflow);
 void vrdma_raw_qp_destroy(struct vrdma_qp *qp);
+u32 vrdma_raw_frame_len(const struct sk_buff *skb, int off);
+int vrdma_raw_place(struct vrdma_dev *vdev, struct vrdma_pd *pd,
+		    const struct vrdma_recv_wqe *wqe, struct sk_buff *skb);
+
+/* wq.c */
+int vrdma_rss_selftest(void);
+u32 vrdma_toeplitz(const u8 *key, const u8 *in, unsigned int len);
+void vrdma_wq_dev_init(struct vrdma_dev *vdev);
+void vrdma_wq_dev_fini(struct vrdma_dev *vdev);
+void vrdma_wq_attr(struct ib_device_attr *attr);
+struct ib_wq *vrdma_create_wq(struct ib_pd *ibpd,
+			      struct ib_wq_init_attr *init,
+			      struct ib_udata *udata);
+int vrdma_modify_wq(struct ib_wq *ibwq, struct ib_wq_attr *attr, u32 mask,
+		    struct ib_udata *udata);
+int vrdma_destroy_wq(struct ib_wq *ibwq, struct ib_udata *udata);
+int vrdma_create_rwq_ind_table(struct ib_rwq_ind_table *ibtbl,
+			       struct ib_rwq_ind_table_init_attr *init,
+			       struct ib_udata *udata);
+int vrdma_destroy_rwq_ind_table(struct ib_rwq_ind_table *ibtbl);
+struct vrdma_rss *vrdma_rss_create(struct vrdma_qp *qp,
+				   struct ib_qp_init_attr *init,
+				   struct ib_udata *udata);
+void vrdma_rss_rcv(struct vrdma_qp *qp, struct sk_buff *skb);
 
 /* kverbs.c */
 int vrdma_kpost_send(struct vrdma_qp *qp, const struct ib_send_wr *wr,

@@ -463,11 +463,91 @@ enum vrdma_ib_dm_query_attrs {
 };
 
 /*
+ * Receive side scaling (RSS)
+ * --------------------------
+ * A work queue (ibv_create_wq, IBV_WQT_RQ) is a receive ring of its own,
+ * laid out as a QP's RQ (struct vrdma_recv_wqe entries), whose
+ * completions go to its own CQ with the WQ's number in vrdma_cqe.qp_num.
+ * An indirection table lists 2^n WQs; a raw packet QP created on one
+ * (IBV_QP_INIT_ATTR_IND_TABLE) only receives: each frame its flows take
+ * goes to the WQ at index (hash & (2^n - 1)), the hash being the Toeplitz
+ * hash, under the QP's key, of the frame's fields its rx_hash_fields_mask
+ * selects, in the order source address, destination address, source
+ * port, destination port (the Microsoft RSS input).  A field the frame has
+ * not (an IPv6 address of an IPv4 frame, a port of a fragment) is left
+ * out; a frame with none of them hashes to 0.
+ *
+ * create_qp of such a QP carries struct vrdma_create_qp_rss_req, its
+ * comp_mask VRDMA_CREATE_QP_RSS; the answer is struct
+ * vrdma_create_qp_resp with no rings (num_entries 0).  A WQ in ERR
+ * flushes the WQEs posted to it when modify_wq moves it there, and again
+ * at each modify_wq from ERR to ERR, which the provider sends after
+ * posting to a WQ in ERR.
+ */
+
+/* vrdma_create_qp_rss_req.rx_hash_fields_mask: the values of IBV_RX_HASH_* */
+enum vrdma_rx_hash_fields {
+	VRDMA_RX_HASH_SRC_IPV4		= 1 << 0,
+	VRDMA_RX_HASH_DST_IPV4		= 1 << 1,
+	VRDMA_RX_HASH_SRC_IPV6		= 1 << 2,
+	VRDMA_RX_HASH_DST_IPV6		= 1 << 3,
+	VRDMA_RX_HASH_SRC_PORT_TCP	= 1 << 4,
+	VRDMA_RX_HASH_DST_PORT_TCP	= 1 << 5,
+	VRDMA_RX_HASH_SRC_PORT_UDP	= 1 << 6,
+	VRDMA_RX_HASH_DST_PORT_UDP	= 1 << 7,
+};
+
+#define VRDMA_RX_HASH_FIELDS	0xff
+
+/* vrdma_create_qp_rss_req.rx_hash_function: IBV_RX_HASH_FUNC_TOEPLITZ */
+#define VRDMA_RX_HASH_FUNC_TOEPLITZ	1
+
+/* The Toeplitz key: 40 bytes, as NICs take (and IPv6 with ports needs). */
+#define VRDMA_RSS_KEY_LEN	40
+
+/* vrdma_create_qp_rss_req.hdr.comp_mask */
+enum {
+	VRDMA_CREATE_QP_RSS	= 1 << 0,
+};
+
+/**
+ * struct vrdma_create_qp_rss_req - driver request of create_qp for a QP
+ *	on an indirection table
+ * @hdr: comp_mask VRDMA_CREATE_QP_RSS
+ * @rx_hash_fields_mask: enum vrdma_rx_hash_fields; other bits EOPNOTSUPP
+ * @rx_hash_function: VRDMA_RX_HASH_FUNC_TOEPLITZ, else EOPNOTSUPP
+ * @rx_hash_key_len: VRDMA_RSS_KEY_LEN, else EINVAL
+ * @reserved: zero
+ * @rx_hash_key: the key
+ */
+struct vrdma_create_qp_rss_req {
+	struct vrdma_uverbs_req hdr;
+	__aligned_u64 rx_hash_fields_mask;
+	__u8 rx_hash_function;
+	__u8 rx_hash_key_len;
+	__u8 reserved[6];
+	__u8 rx_hash_key[VRDMA_RSS_KEY_LEN];
+};
+
+/**
+ * struct vrdma_create_wq_resp - driver data of create_wq
+ * @rq: the WQ's receive ring
+ * @wqn: its number, also in the uverbs response
+ * @reserved: zero
+ */
+struct vrdma_create_wq_resp {
+	struct vrdma_ring_info rq;
+	__u32 wqn;
+	__u32 reserved;
+};
+
+/*
  * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h,
  * ucontext.c and the provider): verb request header 8, ring header 128,
  * SGE 16, send WQE header 64, receive WQE header 16, CQE 32, ring info 24,
  * create_qp response 56, create_srq response 32, modify_srq request 16,
- * create_ah response 8 bytes.
+ * create_ah response 8 bytes; create_qp RSS request 64, create_wq
+ * response 32 bytes.
  */
 
 #endif /* VRDMA_ABI_USER_H */

@@ -36,7 +36,6 @@ test_efa*;.;EFA-specific
 test_cuda_dmabuf.*;cuda;needs a GPU (CUDA)
 test_mr.DmaBuf*;Allocating dmabuf;dma-buf memory from a GPU (/dev/dri)
 test_tag_matching.*;Extended CQ is not supported;tag matching (on SRQs; its CQs report IBV_WC_EX_WITH_TM_INFO) is not implemented
-test_rss_traffic.*;Create WQ is not supported;RSS (work queues and their indirection tables) is not implemented
 test_rdmacm.*;doesn't have net interface;rxe: no device/net in sysfs for a device on a veth
 test_rdmacm.*;has no QP1;rdma_cm needs QP1 (GSI), which comes with kernel verbs
 EOF
@@ -55,6 +54,7 @@ if [ "$TYPE" = rxe ]; then
 	EXPECTED_SKIPS+=$'\n*;ODP is not supported|ODP is unavailable|ODP implicit is not supported;rxe: no on-demand paging'
 	EXPECTED_SKIPS+=$'\n*;Device memory is not supported;rxe: no device memory'
 	EXPECTED_SKIPS+=$'\n*;Create QP type 8 |Create Raw Packet QP;rxe: no raw packet QPs'
+	EXPECTED_SKIPS+=$'\ntest_rss_traffic.*;Create WQ is not supported;rxe: no work queues (RSS)'
 fi
 
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
@@ -124,10 +124,11 @@ if ! rdma res show qp link "$DEV/1" | grep -q ' lqpn 1 '; then
 fi
 
 # test_rss_traffic makes its work queues without looking for EOPNOTSUPP
-# (rdma-core 44 to 56), so that on a device with raw packet QPs but no
-# work queues it errors instead of skipping as pyverbs does for a verb not
-# supported: made to skip with that reason, and only that error.
-cat >>"$scratch/tests/test_rss_traffic.py" <<-EOF
+# (rdma-core 44 to 56): on rdma_rxe, which has none, it would error
+# instead of skipping as pyverbs does for a verb not supported.  There
+# only, made to skip with that reason, and only that error.
+if [ "$TYPE" = rxe ]; then
+	cat >>"$scratch/tests/test_rss_traffic.py" <<-EOF
 
 	def _vrdma_create_wqs(self, _create_wqs=RssRes.create_wqs):
 	    try:
@@ -138,6 +139,7 @@ cat >>"$scratch/tests/test_rss_traffic.py" <<-EOF
 	        raise
 	RssRes.create_wqs = _vrdma_create_wqs
 	EOF
+fi
 
 # The unittest runner reports on stderr; the tests' own output goes to
 # stdout, kept apart so that it cannot break the result lines.
@@ -243,6 +245,7 @@ expected_skip()
 }
 
 passed=0 failed=0 skipped=0 xrc_passed=0 odp_passed=0 dm_passed=0 raw_passed=0
+rss_passed=0
 while IFS=$'\t' read -r status id reason; do
 	case $status in
 	ok | "expected failure")
@@ -254,6 +257,9 @@ while IFS=$'\t' read -r status id reason; do
 		esac
 		case $id in test_qp.*raw* | test_flow.*)
 			raw_passed=$((raw_passed + 1)) ;;
+		esac
+		case $id in test_rss_traffic.*)
+			rss_passed=$((rss_passed + 1)) ;;
 		esac
 		tap_result 0 "$id"
 		;;
@@ -293,7 +299,13 @@ fi
 # every transport), its 14 device memory tests (test_device's DMTest and
 # SharedDMTest, test_mr's DeviceMemory*) and its 14 raw packet tests (the
 # nine of test_qp's raw QPs, test_flow's five flows with traffic) must have
-# run and passed, not merely not failed.
+# run and passed, not merely not failed.  So must RSS's test_rss_traffic
+# (work queues, an indirection table, a QP hashing over them), whenever
+# the run includes it.
+if [ "$TYPE" = vrdma ] && { [ -z "${VRDMA_PYVERBS_ARGS:-}" ] ||
+	[[ ${VRDMA_PYVERBS_ARGS} == *test_rss* ]]; }; then
+	check "test_rss_traffic passed ($rss_passed)" test "$rss_passed" -ge 1
+fi
 if [ "$TYPE" = vrdma ] && [ -z "${VRDMA_PYVERBS_ARGS:-}" ]; then
 	check "the XRC tests passed ($xrc_passed)" test "$xrc_passed" -ge 7
 	check "the ODP tests passed ($odp_passed)" test "$odp_passed" -ge 17

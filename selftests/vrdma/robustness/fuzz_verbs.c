@@ -55,9 +55,45 @@
  * memory with a hole, an ODP buffer and a DM, with keys that grant the
  * operation and keys that do not, while a thread storms the ODP memory
  * (and forks: the child's copy must not change); every byte is checked
- * afterwards.  The counts of all rounds, and the failed checks, go on the
- * board (shared memory, so a SIGKILL loses none); main prints them on a
- * "reached:" line, which fuzz.sh requires to hold no 0.
+ * afterwards.
+ *
+ * dma-bufs: each round exports a few vgem buffers (one in three read-only)
+ * and keeps their CPU mappings.  dma-buf MRs in the MR pool (so in every
+ * WR, bind and scribbled ring) over them at random offsets, lengths, IOVAs
+ * and rights, and over fds that are closed, no dma-buf or random; WRs
+ * (SEND, WRITE, READ, atomics, receives) with them as local and remote
+ * keys, now and then deregistering one while the WR may run; the buffers'
+ * fds closed and mappings unmapped while MRs on them live; raw REREG_MR
+ * (write() ABI) of them with random flags, PDs and rights (a new
+ * translation must be refused with EOPNOTSUPP, write rights to a read-only
+ * buffer with EACCES); UVERBS_METHOD_REG_DMABUF_MR by raw RDMA_VERBS_IOCTL
+ * with garbage (attributes missing, repeated or unknown, odd lengths and
+ * flags, keys nobody may write, PD handles of other objects, random fds,
+ * ranges out of the buffer, a wrong header).  Oracles: the kernel takes no
+ * registration out of the buffer's range, on no dma-buf, or with rights
+ * that write into a read-only one; no byte of a buffer changes outside
+ * every MR that may write it (checked through the CPU mapping: a read-only
+ * buffer never changes); and a checked flow (op_xb_flow, an RC pair of its
+ * own) WRITEs, READs and does atomics on a fresh MR over a random range of
+ * a buffer, inside it and across its end: a success is granted and places
+ * exactly its bytes, a refusal changes nothing, no WRITE into a read-only
+ * buffer succeeds.  Without vgem (debug kernels) all that is skipped.
+ *
+ * Thread domains: alloc_td (comp_mask 0 must work, another must not) and
+ * dealloc_td (EBUSY while a parent domain has the TD); parent domains on
+ * the pool's PDs with its TDs, none, or bogus ones (pointers to other
+ * objects, into memory, anything: EINVAL, never followed), on a parent
+ * domain, with unknown comp_mask bits; QPs of the pool made on them and
+ * CQs made SINGLE_THREADED or on them (create_cq_ex, polled by
+ * start_poll/next_poll too), which the pool's traffic, rings and destroys
+ * use like any other; each must skip its ring lock exactly when made so.
+ * Their contract is one thread at a time: the round's only other thread
+ * (flow_storm) touches memory, never a verbs object.
+ *
+ * The counts of all rounds, and the failed checks, go on the board (shared
+ * memory, so a SIGKILL loses none); main prints them on a "reached:" line,
+ * which fuzz.sh requires to hold no 0 (the dma-buf counts are left off
+ * without vgem).
  *
  * The round ends by exiting with every object still there (the kernel
  * cleans up), or by SIGKILL at a random moment.
@@ -2482,7 +2518,11 @@ static void flow_connect(void)
 				   &p.gid, psn, psn, 16, 7, of.b_acc);
 }
 
-/* The storm thread: @n storms on T while the operation runs. */
+/*
+ * The storm thread: @n storms on T while the operation runs.  It touches
+ * no verbs object: the single-threaded ones (thread domains) are the main
+ * thread's alone.
+ */
 static void *flow_storm(void *arg)
 {
 	struct fz_rng *r = arg;
@@ -3356,8 +3396,8 @@ static void op_xb_mr(void)
 		fd = xb_closed;
 		break;
 	case 8:		/* no dma-buf */
-		fd = fz_one_in(R, 2) ? p.ctx->cmd_fd : fz_one_in(R, 2) ?
-		     p.ch->fd : 1;
+		fd = fz_one_in(R, 2) ? p.ctx->cmd_fd : fz_one_in(R, 2) &&
+		     p.ch ? p.ch->fd : 1;
 		break;
 	case 9:
 		fd = (int)fz_interesting32(R);
@@ -3933,6 +3973,9 @@ static void op_xb_flow(void)
 	ok = wc.status == IBV_WC_SUCCESS;
 	if (!ok)
 		xf.connected = 0;
+	/* Refused: nothing may change (granted: its range within the MR). */
+	if (!ok && !granted)
+		hi = lo;
 	if (ok && !granted)
 		odp_bad("%s: success, though not granted", what);
 	if (ok && !b->rdwr && op != 1)

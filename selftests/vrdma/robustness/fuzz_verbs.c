@@ -1311,9 +1311,16 @@ static void random_sges(struct ibv_sge *sge, int n)
 	}
 }
 
+static void op_post_send_on(struct ibv_qp *qp);
+
 static void op_post_send(void)
 {
-	struct ibv_qp *qp = ANY(p.qp);
+	op_post_send_on(ANY(p.qp));
+}
+
+/* Random WRs on @qp. */
+static void op_post_send_on(struct ibv_qp *qp)
+{
 	struct ibv_send_wr wr[4], *bad;
 	struct ibv_sge sge[4][8];
 	uint8_t inl[512];
@@ -3236,6 +3243,17 @@ static int xb_may_take(int fd, uint64_t off, uint64_t len, uint64_t iova,
 	       !(!xb[k].rdwr && acc & WRITABLE);
 }
 
+/* Rights that make sense (some of them write). */
+static const int xb_rights[] = {
+	IBV_ACCESS_REMOTE_READ, 0, IBV_ACCESS_LOCAL_WRITE,
+	IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+	IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
+	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND,
+};
+
+#define XB_RIGHTS	(int)(sizeof(xb_rights) / sizeof(xb_rights[0]))
+
 /* A slot of the MR pool holding a dma-buf MR, or -1. */
 static int any_xb_slot(void)
 {
@@ -3289,13 +3307,6 @@ static int raw_rereg(struct ibv_mr *mr, uint32_t flags, uint32_t pd_handle,
  */
 static void xb_rereg(int i)
 {
-	const uint32_t rights[] = {
-		IBV_ACCESS_REMOTE_READ, 0, IBV_ACCESS_LOCAL_WRITE,
-		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
-		IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC,
-		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND,
-	};
 	struct ib_uverbs_rereg_mr_resp resp;
 	struct ibv_mr *mr = p.mr[i];
 	struct ibv_pd *pd = ANY(p.pd);
@@ -3309,8 +3320,11 @@ static void xb_rereg(int i)
 	/* The buffer's export mode goes with the MR, whatever the slot. */
 	if (k >= 0 && xb[k].gen != p.mr_xgen[i])
 		return;
-	flags = fz_below(R, 6) ? 1 + fz_below(R, 7) : fz_u32(R);
-	acc = fz_below(R, 4) ? rights[fz_below(R, 6)] : (uint32_t)any_access();
+	/* Mostly a new PD or rights, in place. */
+	flags = fz_below(R, 2) ? 2 + 2 * fz_below(R, 3) :
+		fz_below(R, 4) ? 1 + fz_below(R, 7) : fz_u32(R);
+	acc = fz_below(R, 4) ? xb_rights[fz_below(R, XB_RIGHTS)] :
+	      (uint32_t)any_access();
 	h = pd && fz_below(R, 4) ? pd->handle : cq && fz_one_in(R, 2) ?
 	    cq->handle : fz_interesting32(R);
 	start = (uintptr_t)p.mem + fz_below(R, MEM_PAGES * PAGE);
@@ -3353,6 +3367,15 @@ static void xb_rereg(int i)
 	tot(err ? T_XB_REREG_REFUSED : T_XB_REREG);
 	if (!err && flags & IBV_REREG_MR_CHANGE_PD && pd && h == pd->handle)
 		mr->pd = pd;
+}
+
+/* Raw REREG_MR of a dma-buf MR of the pool. */
+static void op_xb_rereg(void)
+{
+	int i = any_xb_slot();
+
+	if (i >= 0)
+		xb_rereg(i);
 }
 
 /*
@@ -3448,6 +3471,7 @@ static void op_xb_mr(void)
 	}
 	acc = b >= 0 && !xb[b].rdwr && fz_below(R, 2) ?
 	      (fz_one_in(R, 2) ? IBV_ACCESS_REMOTE_READ : 0) :
+	      fz_below(R, 2) ? xb_rights[fz_below(R, XB_RIGHTS)] :
 	      fz_below(R, 3) ? any_access() & ~IBV_ACCESS_ON_DEMAND :
 	      any_access();
 	mr = ibv_reg_dmabuf_mr(pd, off, len, iova, fd, acc);
@@ -4145,6 +4169,32 @@ static void cq_ex_poll(struct ibv_cq_ex *cqx)
 	ibv_end_poll(cqx);
 }
 
+/* A receive or a random WR on a single-threaded QP of the pool. */
+static void op_td_post(void)
+{
+	struct ibv_recv_wr rwr = { .wr_id = fz_u64(R) }, *brw;
+	struct ibv_sge sge[4];
+	int i, s = fz_below(R, POOL);
+	struct ibv_qp *qp;
+
+	for (i = 0; i < POOL; i++) {
+		qp = p.qp[(s + i) % POOL];
+		if (!qp || qp->qp_type == IBV_QPT_XRC_RECV ||
+		    !to_vqp(qp)->sq.lock.single)
+			continue;
+		if (qp->srq || fz_one_in(R, 2)) {
+			op_post_send_on(qp);
+			return;
+		}
+		rwr.num_sge = fz_below(R, 5);
+		random_sges(sge, rwr.num_sge);
+		rwr.sg_list = sge;
+		if (!ibv_post_recv(qp, &rwr, &brw))
+			td_count_post(qp);
+		return;
+	}
+}
+
 /*
  * A single-threaded CQ of the pool polled (ibv_poll_cq, or start_poll on
  * an extended one), so that the pool's completions go through them too.
@@ -4154,6 +4204,10 @@ static void op_td_poll(void)
 	struct ibv_wc wc[8];
 	int i, s = fz_below(R, POOL), k;
 
+	if (fz_one_in(R, 2)) {
+		op_td_post();
+		return;
+	}
 	for (i = 0; i < POOL; i++) {
 		k = (s + i) % POOL;
 		if (!p.cq[k] || !to_vcq(p.cq[k])->lock.single)
@@ -4330,7 +4384,7 @@ static void child(const char *dev, uint64_t seed, double secs, int ready)
 		op_odp_flow, op_dm, op_dm_copy, op_dm_mr, op_dm_import,
 		op_dm_query,
 		op_xb_mr, op_xb_mr, op_xb_post, op_xb_post, op_xb_drop,
-		op_xb_raw, op_xb_flow, op_xb_flow,
+		op_xb_raw, op_xb_rereg, op_xb_flow, op_xb_flow,
 		op_td, op_ppd, op_ppd, op_td_poll,
 	};
 	struct ibv_device_attr_ex dx;

@@ -3169,20 +3169,25 @@ static int xb_by_fd(int fd)
 static void xb_mark(int k, unsigned int gen, uint64_t off, uint64_t len,
 		    int how)
 {
-	struct xbuf *b = &xb[k];
+	struct xbuf *b = k < 0 ? NULL : &xb[k];
 	uint64_t j;
 
-	if (k < 0 || b->gen != gen || !b->dirty)
+	/* A read-only buffer never changes, whoever took what rights. */
+	if (!b || b->gen != gen || !b->dirty || !b->rdwr)
 		return;
 	for (j = off; j < b->size && j - off < len; j++)
 		if (b->dirty[j] < how)
 			b->dirty[j] = how;
 }
 
-/* What pool MR @i may write (all it was ever granted), marked dirty. */
+/*
+ * What pool MR @i may write (all it was ever granted), marked dirty; never
+ * in a read-only buffer, whatever the MR was granted.
+ */
 static void xb_mark_mr(int i)
 {
-	if (p.mr[i] && p.mr_kind[i] == MK_DMABUF && p.mr_xacc[i] & WRITABLE)
+	if (p.mr[i] && p.mr_kind[i] == MK_DMABUF && p.mr_xacc[i] & WRITABLE &&
+	    p.mr_xb[i] >= 0 && xb[p.mr_xb[i]].rdwr)
 		xb_mark(p.mr_xb[i], p.mr_xgen[i], p.mr_xoff[i],
 			p.mr[i]->length, 1);
 }
@@ -3918,6 +3923,7 @@ static void op_xb_flow(void)
 		acc &= ~WRITABLE;
 	mr = ibv_reg_dmabuf_mr(xf.pd, off, len, iova, b->fd, acc);
 	if (!b->rdwr && acc & WRITABLE) {
+		/* Taken: on, to see whether the WRITE lands too. */
 		if (mr)
 			odp_bad("a dma-buf exported read-only took rights %#x",
 				acc);
@@ -3926,12 +3932,9 @@ static void op_xb_flow(void)
 				acc, strerror(errno));
 		else
 			tot(T_XB_FLOW_REFUSED);
-		if (mr)
-			ibv_dereg_mr(mr);
-		return;
 	}
 	if (!mr)
-		return;		/* max_mr, both runners' MRs counted */
+		return;		/* or max_mr, both runners' MRs counted */
 	/* The operation's range, mostly inside the MR. */
 	n = op >= 2 ? 8 : 1 + fz_below(R, len < XF_LEN / 2 ? len : XF_LEN / 2);
 	rel = fz_below(R, len - (n < len ? n : len) + 1);
@@ -3943,7 +3946,7 @@ static void op_xb_flow(void)
 	lo = off + rel;
 	hi = lo + n;
 	loff = fz_below(R, XF_LEN - n + 1) & ~7ull;
-	granted = rel + n <= len &&
+	granted = rel + n <= len && (b->rdwr || op == 1) &&
 		  acc & (op == 0 ? IBV_ACCESS_REMOTE_WRITE : op == 1 ?
 			 IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_ATOMIC);
 	fz_bytes(R, xf.s + loff, n);

@@ -3887,17 +3887,19 @@ static int transport_gave_up(enum ibv_wc_status st);
 static void op_xb_flow(void)
 {
 	static const char *const op_name[] = {
-		"WRITE", "READ", "FETCH_ADD", "CMP_SWP",
+		"WRITE", "READ", "FETCH_ADD", "CMP_SWP", "SEND",
 	};
-	int k = fz_below(R, XB_N), op = fz_below(R, 4), acc, granted, ok, ms;
-	int early = fz_one_in(R, 8), slow;
+	int k = fz_below(R, XB_N), op = fz_below(R, 5), acc, granted, ok, ms;
+	int early = fz_one_in(R, 8), slow, have_a = 0, have_b, send = op == 4;
 	struct xbuf *b = &xb[k];
 	uint64_t off, len, iova, rel, n, loff, old = 0, cmp, add, nw;
 	uint8_t exp[8];
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
 				  .send_flags = IBV_SEND_SIGNALED }, *bad;
-	struct ibv_wc wc = { .status = IBV_WC_GENERAL_ERR };
+	struct ibv_sge rs;
+	struct ibv_recv_wr rwr = { .sg_list = &rs, .num_sge = 1 }, *brw;
+	struct ibv_wc wa = { .status = IBV_WC_GENERAL_ERR }, wb = wa, wc;
 	struct ibv_mr *mr;
 	size_t lo, hi, j;
 	char what[200];
@@ -3936,22 +3938,25 @@ static void op_xb_flow(void)
 	if (!mr)
 		return;		/* or max_mr, both runners' MRs counted */
 	/* The operation's range, mostly inside the MR. */
-	n = op >= 2 ? 8 : 1 + fz_below(R, len < XF_LEN / 2 ? len : XF_LEN / 2);
+	n = op == 2 || op == 3 ? 8 :
+	    1 + fz_below(R, len < XF_LEN / 2 ? len : XF_LEN / 2);
 	rel = fz_below(R, len - (n < len ? n : len) + 1);
 	if (fz_one_in(R, 4))
 		rel = len - fz_below(R, n < len ? n : len);
-	if (op >= 2)
+	if (op == 2 || op == 3)
 		rel = ((iova + rel) & ~7ull) - iova + (rel < 8 && iova & 7 ?
 						       8 : 0);
 	lo = off + rel;
 	hi = lo + n;
 	loff = fz_below(R, XF_LEN - n + 1) & ~7ull;
+	/* A receive needs LOCAL_WRITE, the rest its remote right. */
 	granted = rel + n <= len && (b->rdwr || op == 1) &&
 		  acc & (op == 0 ? IBV_ACCESS_REMOTE_WRITE : op == 1 ?
-			 IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_ATOMIC);
+			 IBV_ACCESS_REMOTE_READ : send ?
+			 IBV_ACCESS_LOCAL_WRITE : IBV_ACCESS_REMOTE_ATOMIC);
 	fz_bytes(R, xf.s + loff, n);
 	xb_sync(b, 0);
-	if (op >= 2 && hi <= b->size)
+	if ((op == 2 || op == 3) && hi <= b->size)
 		memcpy(&old, b->map + lo, 8);
 	xb_sync(b, 1);
 	cmp = fz_one_in(R, 2) ? old : fz_u64(R);
@@ -3961,10 +3966,19 @@ static void op_xb_flow(void)
 	sge.lkey = xf.smr->lkey;
 	wr.opcode = (enum ibv_wr_opcode[]){ IBV_WR_RDMA_WRITE,
 		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD,
-		IBV_WR_ATOMIC_CMP_AND_SWP }[op];
+		IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_SEND }[op];
 	wr.wr.rdma.remote_addr = iova + rel;
 	wr.wr.rdma.rkey = mr->rkey;
-	if (op >= 2) {
+	/* SEND: received by B into the dma-buf MR, by its lkey. */
+	rs.addr = iova + rel;
+	rs.length = n;
+	rs.lkey = mr->lkey;
+	if (send && ibv_post_recv(xf.b, &rwr, &brw)) {
+		ibv_dereg_mr(mr);
+		xf.connected = 0;
+		return;
+	}
+	if (op == 2 || op == 3) {
 		wr.wr.atomic.remote_addr = iova + rel;
 		wr.wr.atomic.rkey = mr->rkey;
 		wr.wr.atomic.compare_add = op == 2 ? add : cmp;
@@ -3981,8 +3995,22 @@ static void op_xb_flow(void)
 	slow = getenv("VRDMA_TEST_SLOW") ? atoi(getenv("VRDMA_TEST_SLOW")) : 1;
 	ms = 5000 * (slow > 1 ? slow : 1);
 	end = fz_now() + ms / 1e3;
-	while (ibv_poll_cq(xf.cq, 1, &wc) <= 0 && fz_now() < end)
-		usleep(100);
+	have_b = !send;
+	while ((!have_a || !have_b) && fz_now() < end) {
+		if (ibv_poll_cq(xf.cq, 1, &wc) <= 0) {
+			usleep(100);
+			continue;
+		}
+		if (wc.qp_num == xf.a->qp_num && !have_a)
+			wa = wc, have_a = 1;
+		else if (wc.qp_num == xf.b->qp_num && !have_b)
+			wb = wc, have_b = 1;
+		else
+			continue;
+		/* After an error the other may never come. */
+		if (wc.status != IBV_WC_SUCCESS && end > fz_now() + 0.5)
+			end = fz_now() + 0.5;
+	}
 	if (!early)
 		ibv_dereg_mr(mr);
 	snprintf(what, sizeof(what),
@@ -3991,26 +4019,39 @@ static void op_xb_flow(void)
 		 b->rdwr ? "read-write" : "read-only",
 		 (unsigned long long)off, (unsigned long long)(off + len),
 		 acc);
-	if (fz_now() >= end) {
-		/* No answer (a loaded host): new QPs, the range as it is. */
+	/*
+	 * No answer (a loaded host), or no receive completion where B may
+	 * still be at it: new QPs, the range as it is.
+	 */
+	if (!have_a || (!have_b && (wa.status == IBV_WC_SUCCESS ||
+				    transport_gave_up(wa.status)))) {
 		xf_new_qps();
 		xb_check(k, lo, hi < off + len ? hi : off + len, NULL, what);
 		return;
 	}
-	ok = wc.status == IBV_WC_SUCCESS;
+	ok = have_a && have_b && wa.status == IBV_WC_SUCCESS &&
+	     (!send || wb.status == IBV_WC_SUCCESS);
+	/* The responder's status says more (the requester's is a NAK's). */
+	wc = send && have_b && wb.status != IBV_WC_SUCCESS ? wb : wa;
 	if (!ok)
 		xf.connected = 0;
-	/* Refused: nothing may change (granted: its range within the MR). */
-	if (!ok && !granted)
+	/*
+	 * Refused: nothing may change (granted: its range within the MR).
+	 * A failed receive's buffer is undefined: a SEND that runs past the
+	 * MR may have placed what fits.
+	 */
+	if (!ok && !granted &&
+	    !(send && acc & IBV_ACCESS_LOCAL_WRITE && b->rdwr))
 		hi = lo;
 	if (ok && !granted)
 		odp_bad("%s: success, though not granted", what);
 	if (ok && !b->rdwr && op != 1)
 		odp_bad("%s: success, into a buffer exported read-only", what);
-	if (!ok && granted && !early && !transport_gave_up(wc.status))
+	if (!ok && granted && !early && have_a && have_b &&
+	    !transport_gave_up(wa.status) && !transport_gave_up(wb.status))
 		odp_bad("%s: %s, though granted", what,
 			ibv_wc_status_str(wc.status));
-	if (op == 0) {
+	if (op == 0 || send) {
 		xb_check(k, lo, hi < off + len ? hi : off + len,
 			 ok ? xf.s + loff : NULL, what);
 	} else if (op == 1) {

@@ -74,10 +74,10 @@
  * that write into a read-only one; no byte of a buffer changes outside
  * every MR that may write it (checked through the CPU mapping: a read-only
  * buffer never changes); and a checked flow (op_xb_flow, an RC pair of its
- * own) WRITEs, READs and does atomics on a fresh MR over a random range of
- * a buffer, inside it and across its end: a success is granted and places
- * exactly its bytes, a refusal changes nothing, no WRITE into a read-only
- * buffer succeeds.  Without vgem (debug kernels) all that is skipped.
+ * own) WRITEs, READs, SENDs (received into the MR) and does atomics on a
+ * fresh MR over a random range of a buffer, inside it and across its end:
+ * a success is granted and places exactly its bytes, a refusal changes
+ * nothing, no WRITE into a read-only buffer succeeds.  Without vgem (debug kernels) all that is skipped.
  *
  * Thread domains: alloc_td (comp_mask 0 must work, another must not) and
  * dealloc_td (EBUSY while a parent domain has the TD); parent domains on
@@ -3799,9 +3799,9 @@ static void op_xb_raw(void)
  * own, outside the pools), a pinned buffer S of A's.  Each time a new MR
  * on a random range of a buffer of the pool (read-only or not) with
  * random rights -- write rights to a read-only buffer must be refused
- * with EACCES -- and A's WRITE, READ or atomic into it, inside the MR or
- * across its end, with its rkey; now and then the MR is deregistered while
- * the WR may run.  Then: a success granted by the MR (range and rights),
+ * with EACCES -- and A's WRITE, READ or atomic into it with its rkey, or
+ * SEND into a receive of B's on it, inside the MR or across its end; now
+ * and then the MR is deregistered while the WR may run.  Then: a success granted by the MR (range and rights),
  * nothing but the transport failing a granted one, and the buffer through
  * its CPU mapping: a WRITE's bytes (an atomic's word) exactly where it
  * succeeded, nothing changed outside the operation's range within the MR

@@ -3764,6 +3764,9 @@ static void op_xb_raw(void)
 	cmd.hdr.length = sizeof(cmd.hdr) + n * sizeof(a[0]);
 	if (how >= 6 && fz_one_in(R, 8))
 		cmd.hdr.length = fz_u32(R) & 0xffff;
+	/* Until its dereg, its keys are the pool's PD's (random keys hit). */
+	if (acc & WRITABLE && xb_by_fd(fd) == k)
+		xb_mark(k, xb[k].gen, off, len, 1);
 	if (ioctl(p.ctx->cmd_fd, RDMA_VERBS_IOCTL, &cmd)) {
 		/* Kept by the kernel while the keys could not be written? */
 		if (how == 2 && acc & WRITABLE && xb_by_fd(fd) == k)

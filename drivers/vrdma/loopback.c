@@ -576,6 +576,9 @@ static bool vrdma_loopback_ready(struct vrdma_qp *qp, struct vrdma_qp *dqp)
 	if (vrdma_pd_has_odp(qp->pd) || vrdma_pd_has_odp(dqp->pd) ||
 	    (dqp->srq && vrdma_pd_has_odp(to_vpd(dqp->srq->ibsrq.pd))))
 		return false;
+	/* The responder matches tag-matching SENDs packet by packet (tm.c). */
+	if (vrdma_srq_is_tm(dqp->srq))
+		return false;
 	if (dqp->state != IB_QPS_RTR && dqp->state != IB_QPS_RTS &&
 	    dqp->state != IB_QPS_SQD)
 		return false;

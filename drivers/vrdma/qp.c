@@ -305,6 +305,10 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return -EOPNOTSUPP;
 	if (init->qp_type == IB_QPT_GSI && init->port_num != VRDMA_PORT)
 		return -EINVAL;
+	/* Tag matching is defined for RC only (tm.c). */
+	if (init->srq && vrdma_srq_is_tm(to_vsrq(init->srq)) &&
+	    init->qp_type != IB_QPT_RC)
+		return -EINVAL;
 	if (init->qp_type == IB_QPT_XRC_TGT) {
 		if (!init->xrcd)
 			return -EINVAL;

@@ -64,6 +64,14 @@ enum vrdma_swqe_state {
 	VRDMA_SWQE_DONE,	/* completed; CQE written if signaled */
 };
 
+/* What the receive WQE in use is on a QP of a tag-matching SRQ (tm.c). */
+enum vrdma_tm_kind {
+	VRDMA_TM_NONE,		/* no tag-matching SRQ */
+	VRDMA_TM_PLAIN,		/* a WQE of the SRQ's ring: unexpected, NO_TAG */
+	VRDMA_TM_EAGER,		/* a tagged buffer the message matched */
+	VRDMA_TM_DISCARD,	/* a rendezvous request, handled at its match */
+};
+
 /**
  * struct vrdma_rwqe - the responder's copy of the receive WQE in use
  * @wqe: header and SGEs, copied out of the RQ/SRQ ring (kmalloc'ed,
@@ -73,6 +81,15 @@ enum vrdma_swqe_state {
  * @length: total bytes its SGEs can take
  * @offset: bytes placed so far
  * @valid: a WQE has been taken for the current message
+ * @tm: enum vrdma_tm_kind
+ * @tm_opcode: its completion's opcode (VRDMA_WC_TM_RECV, _NO_TAG)
+ * @tm_split: VRDMA_TM_EAGER: the match was completed at the first packet,
+ *	the data is completed apart
+ * @tm_skip: bytes at the start of the next packet's payload not placed
+ *	(the TMH of a matched message; all of it for VRDMA_TM_DISCARD)
+ * @tm_handle: VRDMA_TM_EAGER: the tagged buffer's handle
+ * @tm_tag: VRDMA_TM_EAGER: the message's tag, for its completion
+ * @tm_priv: VRDMA_TM_EAGER: the TMH's app_ctx
  */
 struct vrdma_rwqe {
 	struct vrdma_recv_wqe *wqe;
@@ -80,6 +97,13 @@ struct vrdma_rwqe {
 	u32 length;
 	u32 offset;
 	bool valid;
+	u8 tm;
+	u8 tm_opcode;
+	bool tm_split;
+	u32 tm_skip;
+	u32 tm_handle;
+	u64 tm_tag;
+	u32 tm_priv;
 };
 
 /**

@@ -35,7 +35,6 @@ test_mlx5_*;.;mlx5-specific
 test_efa*;.;EFA-specific
 test_cuda_dmabuf.*;cuda;needs a GPU (CUDA)
 test_mr.DmaBuf*;Allocating dmabuf;dma-buf memory from a GPU (/dev/dri)
-test_tag_matching.*;Extended CQ is not supported;tag matching (on SRQs; its CQs report IBV_WC_EX_WITH_TM_INFO) is not implemented
 test_rss_traffic.*;Create WQ is not supported;RSS (work queues and their indirection tables) is not implemented
 test_rdmacm.*;doesn't have net interface;rxe: no device/net in sysfs for a device on a veth
 test_rdmacm.*;has no QP1;rdma_cm needs QP1 (GSI), which comes with kernel verbs
@@ -55,6 +54,7 @@ if [ "$TYPE" = rxe ]; then
 	EXPECTED_SKIPS+=$'\n*;ODP is not supported|ODP is unavailable|ODP implicit is not supported;rxe: no on-demand paging'
 	EXPECTED_SKIPS+=$'\n*;Device memory is not supported;rxe: no device memory'
 	EXPECTED_SKIPS+=$'\n*;Create QP type 8 |Create Raw Packet QP;rxe: no raw packet QPs'
+	EXPECTED_SKIPS+=$'\ntest_tag_matching.*;Extended CQ is not supported|Tag matching is not supported;rxe: no tag matching'
 fi
 
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
@@ -243,6 +243,7 @@ expected_skip()
 }
 
 passed=0 failed=0 skipped=0 xrc_passed=0 odp_passed=0 dm_passed=0 raw_passed=0
+tm_passed=0
 while IFS=$'\t' read -r status id reason; do
 	case $status in
 	ok | "expected failure")
@@ -255,6 +256,7 @@ while IFS=$'\t' read -r status id reason; do
 		case $id in test_qp.*raw* | test_flow.*)
 			raw_passed=$((raw_passed + 1)) ;;
 		esac
+		case $id in test_tag_matching.*) tm_passed=$((tm_passed + 1)) ;; esac
 		tap_result 0 "$id"
 		;;
 	skipped)
@@ -287,13 +289,20 @@ if [ "${ran:-none}" != "$((passed + failed + skipped))" ]; then
 	echo "# stdout, last lines:"
 	tail -n 20 "$scratch/stdout" | sed 's/^/#   /'
 fi
-# vrdma has XRC, ODP, device memory and raw packet QPs: the suite's XRC
-# tests (rdma-core 44 has seven that can pass here, test_odp_xrc_traffic
-# among them), its 17 ODP tests (explicit, implicit, huge pages, prefetch,
-# every transport), its 14 device memory tests (test_device's DMTest and
-# SharedDMTest, test_mr's DeviceMemory*) and its 14 raw packet tests (the
-# nine of test_qp's raw QPs, test_flow's five flows with traffic) must have
-# run and passed, not merely not failed.
+# vrdma has XRC, ODP, device memory, raw packet QPs and tag matching: the
+# suite's XRC tests (rdma-core 44 has seven that can pass here,
+# test_odp_xrc_traffic among them), its 17 ODP tests (explicit, implicit,
+# huge pages, prefetch, every transport), its 14 device memory tests
+# (test_device's DMTest and SharedDMTest, test_mr's DeviceMemory*), its 14
+# raw packet tests (the nine of test_qp's raw QPs, test_flow's five flows
+# with traffic) and its 4 tag matching tests (eager, unexpected, NO_TAG,
+# rendezvous) must have run and passed, not merely not failed; the tag
+# matching ones also when the arguments select them.
+if [ "$TYPE" = vrdma ] && { [ -z "${VRDMA_PYVERBS_ARGS:-}" ] ||
+	[[ ${VRDMA_PYVERBS_ARGS} == *test_tag_matching* ]]; }; then
+	check "the tag matching tests passed ($tm_passed)" \
+		test "$tm_passed" -ge 4
+fi
 if [ "$TYPE" = vrdma ] && [ -z "${VRDMA_PYVERBS_ARGS:-}" ]; then
 	check "the XRC tests passed ($xrc_passed)" test "$xrc_passed" -ge 7
 	check "the ODP tests passed ($odp_passed)" test "$odp_passed" -ge 17

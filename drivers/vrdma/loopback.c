@@ -608,9 +608,11 @@ int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 
 	vrdma_qp_assert_locked(qp);
 
+	/* The kernel's own send work (tm.c) goes as packets. */
 	if (!READ_ONCE(local_direct) || qp->ibqp.qp_type != IB_QPT_RC ||
+	    swqe->kind != VRDMA_SWQE_USER ||
 	    swqe->state != VRDMA_SWQE_NEW || qp->req.offset ||
-	    vrdma_req_outstanding(qp) || qp->sq.kidx != qp->req.cur)
+	    vrdma_req_outstanding(qp) || qp->req.head != qp->req.cur)
 		return 0;
 	ldev = vrdma_local_dev(qp->vdev, &qp->av);
 	if (!ldev)

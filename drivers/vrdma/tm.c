@@ -197,6 +197,82 @@ static void vrdma_tm_use_tag(struct vrdma_qp *qp, struct vrdma_tm *tm,
 	t->state = VRDMA_TAG_BUSY;
 }
 
+/* A new WQE of the QP's own send work at the end of its send sequence. */
+static struct vrdma_swqe *vrdma_tm_swqe_new(struct vrdma_qp *qp, u8 kind,
+					    u32 length)
+{
+	struct vrdma_swqe *swqe = vrdma_swqe_at(qp, qp->req.fetch++);
+
+	memset(swqe->wqe, 0, VRDMA_SEND_WQE_HDR_SIZE);
+	swqe->kind = kind;
+	swqe->pd = NULL;
+	swqe->state = VRDMA_SWQE_NEW;
+	swqe->status = IB_WC_SUCCESS;
+	swqe->rd_atomic = false;
+	swqe->read_done = 0;
+	swqe->length = length;
+	qp->tm_internal++;
+	return swqe;
+}
+
+/*
+ * A rendezvous request matched the tagged buffer @t, which can hold its
+ * data: the QP reads the data into the buffer, then tells the sender
+ * with a FIN, fenced behind the READ so that it leaves only once the data
+ * is there.  The READ's completion completes the buffer
+ * (vrdma_tm_swqe_done()).
+ */
+static void vrdma_tm_rndv(struct vrdma_qp *qp, struct vrdma_tm *tm,
+			  struct vrdma_tm_tag *t, const struct vrdma_tmh *tmh,
+			  const struct vrdma_rvh *rvh)
+{
+	struct vrdma_send_wqe *wqe;
+	struct vrdma_swqe *swqe;
+
+	swqe = vrdma_tm_swqe_new(qp, VRDMA_SWQE_TM_READ, be32_to_cpu(rvh->len));
+	wqe = swqe->wqe;
+	wqe->wr_id = t->wr_id;
+	wqe->opcode = IB_UVERBS_WR_RDMA_READ;
+	wqe->num_sge = t->num_sge;
+	memcpy(wqe->sge, t->sge, t->num_sge * sizeof(t->sge[0]));
+	wqe->rdma.remote_addr = be64_to_cpu(rvh->va);
+	wqe->rdma.rkey = be32_to_cpu(rvh->rkey);
+	swqe->pd = to_vpd(qp->srq->ibsrq.pd);
+	swqe->tm_handle = t - tm->tags;
+
+	/* The FIN: the request's TMH and RVH, with opcode FIN. */
+	swqe = vrdma_tm_swqe_new(qp, VRDMA_SWQE_TM_FIN,
+				 sizeof(*tmh) + sizeof(*rvh));
+	wqe = swqe->wqe;
+	wqe->opcode = IB_UVERBS_WR_SEND;
+	wqe->flags = VRDMA_SEND_INLINE | VRDMA_SEND_FENCE;
+	wqe->inline_len = swqe->length;
+	memcpy(wqe->sge, tmh, sizeof(*tmh));
+	memcpy((u8 *)wqe->sge + sizeof(*tmh), rvh, sizeof(*rvh));
+	((struct vrdma_tmh *)wqe->sge)->opcode = VRDMA_TMH_FIN;
+}
+
+/*
+ * A rendezvous request whose data the matched buffer cannot hold: the
+ * buffer takes what it can of the request itself (its TMH and RVH first)
+ * and completes with IBV_WC_TM_RNDV_INCOMPLETE, for the process to fetch
+ * the data itself.  No byte goes beyond the buffer.
+ */
+static u8 vrdma_tm_rndv_short(struct vrdma_qp *qp, struct sk_buff *skb,
+			      u32 *byte_len)
+{
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	struct vrdma_rwqe *rw = &qp->rwqe;
+	u32 n = min(pkt->paylen, rw->length);
+
+	*byte_len = n;
+	if (n && vrdma_sgl_copy_from_skb(qp->vdev, rw->pd, rw->wqe->sge,
+					 rw->wqe->num_sge, 0, skb,
+					 pkt->hdr_len, n))
+		return IB_WC_LOC_PROT_ERR;
+	return VRDMA_WC_TM_RNDV_INCOMPLETE;
+}
+
 /**
  * vrdma_tm_take() - the receive buffer of a SEND to a QP of a
  *	tag-matching SRQ
@@ -218,26 +294,65 @@ bool vrdma_tm_take(struct vrdma_qp *qp, struct sk_buff *skb)
 	struct vrdma_srq *srq = qp->srq;
 	struct vrdma_tm *tm = srq->tm;
 	struct vrdma_rwqe *rw = &qp->rwqe;
-	struct vrdma_tmh tmh = {};
-	u32 have = min_t(u32, pkt->paylen, sizeof(tmh));
+	struct {
+		struct vrdma_tmh tmh;
+		struct vrdma_rvh rvh;
+	} hdr = {};
+	struct vrdma_tmh *tmh = &hdr.tmh;
+	u32 have = min_t(u32, pkt->paylen, sizeof(hdr));
+	bool only = pkt->mask & VRDMA_OPF_LAST;
 	struct vrdma_tm_tag *t = NULL;
 	bool taken = true;
 
-	if (have && skb_copy_bits(skb, pkt->hdr_len, &tmh, have))
+	if (have && skb_copy_bits(skb, pkt->hdr_len, &hdr, have))
 		have = 0;
 
 	spin_lock_bh(&tm->lock);
-	if (have == sizeof(tmh) && tmh.opcode == VRDMA_TMH_EAGER &&
-	    tm->unexp_hw == tm->unexp_sw)
-		t = vrdma_tm_match(tm, be64_to_cpu(tmh.tag));
-	if (t) {
+	/* A rendezvous request is one packet: its headers and a little data. */
+	if (tm->unexp_hw == tm->unexp_sw &&
+	    ((tmh->opcode == VRDMA_TMH_EAGER && have >= sizeof(*tmh)) ||
+	     (tmh->opcode == VRDMA_TMH_RNDV && have == sizeof(hdr) && only)))
+		t = vrdma_tm_match(tm, be64_to_cpu(tmh->tag));
+	/* No room for its READ and FIN now: the sender tries again (RNR). */
+	if (t && tmh->opcode == VRDMA_TMH_RNDV &&
+	    qp->tm_internal + 2 > 2 * VRDMA_TM_MAX_RNDV) {
+		spin_unlock_bh(&tm->lock);
+		return false;
+	}
+	if (t && tmh->opcode == VRDMA_TMH_RNDV) {
+		struct vrdma_cqe cqe = {
+			.wr_id = t->wr_id,
+			.opcode = VRDMA_WC_TM_RECV,
+			.wc_flags = VRDMA_WC_TM_MATCH,
+			.qp_num = qp->ibqp.qp_num,
+			.src_qp = qp->attr.dest_qp_num,
+		};
+		u32 handle = t - tm->tags;
+
+		vrdma_tm_use_tag(qp, tm, t);
+		if (be32_to_cpu(hdr.rvh.len) > t->length) {
+			cqe.status = vrdma_tm_rndv_short(qp, skb,
+							 &cqe.byte_len);
+			cqe.wc_flags |= VRDMA_WC_TM_DATA_VALID;
+			vrdma_tm_release(tm, handle);
+		} else {
+			vrdma_tm_rndv(qp, tm, t, tmh, &hdr.rvh);
+		}
+		if (vrdma_tm_post(srq, &cqe, be64_to_cpu(tmh->tag),
+				  be32_to_cpu(tmh->app_ctx), false))
+			vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+		/* The request itself goes nowhere. */
+		rw->tm = VRDMA_TM_DISCARD;
+		rw->tm_skip = U32_MAX;
+		rw->length = 0;
+	} else if (t) {
 		vrdma_tm_use_tag(qp, tm, t);
 		rw->tm = VRDMA_TM_EAGER;
 		rw->tm_opcode = VRDMA_WC_TM_RECV;
-		rw->tm_skip = sizeof(tmh);
-		rw->tm_tag = be64_to_cpu(tmh.tag);
-		rw->tm_priv = be32_to_cpu(tmh.app_ctx);
-		rw->tm_split = !(pkt->mask & VRDMA_OPF_LAST);
+		rw->tm_skip = sizeof(*tmh);
+		rw->tm_tag = be64_to_cpu(tmh->tag);
+		rw->tm_priv = be32_to_cpu(tmh->app_ctx);
+		rw->tm_split = !only;
 		if (rw->tm_split) {
 			struct vrdma_cqe cqe = {
 				.wr_id = t->wr_id,
@@ -253,7 +368,7 @@ bool vrdma_tm_take(struct vrdma_qp *qp, struct sk_buff *skb)
 		}
 	} else if (vrdma_take_rwqe(qp)) {
 		rw->tm = VRDMA_TM_PLAIN;
-		if (have && tmh.opcode == VRDMA_TMH_NO_TAG) {
+		if (have && tmh->opcode == VRDMA_TMH_NO_TAG) {
 			rw->tm_opcode = VRDMA_WC_TM_NO_TAG;
 		} else {
 			rw->tm_opcode = VRDMA_WC_TM_RECV;
@@ -311,6 +426,70 @@ int vrdma_tm_complete(struct vrdma_qp *qp, struct vrdma_cqe *cqe,
 	rw->tm = VRDMA_TM_NONE;
 	rw->tm_skip = 0;
 	return ret;
+}
+
+/**
+ * vrdma_tm_swqe_done() - the kernel's own send work completed
+ * @qp: the QP, engines owned; @swqe left its send sequence
+ * @swqe: a rendezvous READ or FIN (tm.c)
+ * @status: how
+ *
+ * The READ's completion is the tagged buffer's: TM_DATA_VALID (without the
+ * tag, as the match was completed already) or its error, and the buffer
+ * is free again.  The FIN's is nobody's: a failure puts the QP in error as
+ * any RC send does.
+ */
+void vrdma_tm_swqe_done(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+			u8 status)
+{
+	struct vrdma_srq *srq = qp->srq;
+	struct vrdma_tm *tm = srq->tm;
+	struct vrdma_cqe cqe = {
+		.wr_id = swqe->wqe->wr_id,
+		.status = status,
+		.opcode = VRDMA_WC_TM_RECV,
+		.wc_flags = VRDMA_WC_TM_DATA_VALID,
+		.byte_len = swqe->length,
+		.qp_num = qp->ibqp.qp_num,
+		.src_qp = qp->attr.dest_qp_num,
+	};
+
+	qp->tm_internal--;
+	if (swqe->kind != VRDMA_SWQE_TM_READ)
+		return;
+	spin_lock_bh(&tm->lock);
+	if (vrdma_tm_post(srq, &cqe, 0, 0, false))
+		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+	vrdma_tm_release(tm, swqe->tm_handle);
+	spin_unlock_bh(&tm->lock);
+}
+
+/**
+ * vrdma_tm_qp_reset() - a QP of a tag-matching SRQ goes to RESET
+ * @qp: the QP, engines owned, mutex held
+ *
+ * What it had matched and not completed (a message being received, the
+ * READs of rendezvous) is dropped without completions, as a reset drops
+ * its WQEs; the tagged buffers are free again.
+ */
+void vrdma_tm_qp_reset(struct vrdma_qp *qp)
+{
+	struct vrdma_tm *tm = qp->srq->tm;
+	u32 i;
+
+	spin_lock_bh(&tm->lock);
+	if (qp->rwqe.valid && qp->rwqe.tm == VRDMA_TM_EAGER)
+		vrdma_tm_release(tm, qp->rwqe.tm_handle);
+	for (i = qp->req.head; i != qp->req.fetch; i++) {
+		struct vrdma_swqe *swqe = vrdma_swqe_at(qp, i);
+
+		if (swqe->kind == VRDMA_SWQE_TM_READ)
+			vrdma_tm_release(tm, swqe->tm_handle);
+	}
+	spin_unlock_bh(&tm->lock);
+	qp->rwqe.tm = VRDMA_TM_NONE;
+	qp->rwqe.tm_skip = 0;
+	qp->tm_internal = 0;
 }
 
 /*

@@ -34,7 +34,12 @@ static inline u32 vrdma_psn_add(u32 psn, u32 n)
 /**
  * struct vrdma_swqe - the kernel's copy of a send WQE, and its progress
  * @wqe: header (and SGEs or inline data, up to the SQ stride), copied out
- *	of the ring and checked; never read from the ring again
+ *	of the ring and checked; never read from the ring again; or written
+ *	by the kernel for its own send work
+ * @kind: enum vrdma_swqe_kind
+ * @tm_handle: VRDMA_SWQE_TM_READ: the tagged buffer it reads into
+ * @pd: the PD of its lkeys when not the QP's (a tagged buffer's: the
+ *	SRQ's), else NULL
  * @state: enum vrdma_swqe_state
  * @status: IB_WC_* completion status, once known
  * @length: total bytes of the message
@@ -47,6 +52,9 @@ static inline u32 vrdma_psn_add(u32 psn, u32 n)
  */
 struct vrdma_swqe {
 	struct vrdma_send_wqe *wqe;
+	u8 kind;
+	u32 tm_handle;
+	struct vrdma_pd *pd;
 	u8 state;
 	u8 status;
 	bool rd_atomic;
@@ -55,6 +63,19 @@ struct vrdma_swqe {
 	u32 last_psn;
 	u32 read_done;
 	u32 read_start;
+};
+
+/*
+ * Whose send work a WQE is.  The QP's send sequence (qp->swqe, indexed by
+ * req.head, req.cur, req.fetch) holds the WQEs copied out of the SQ ring
+ * in their order, and between them the kernel's own: a tag-matching
+ * QP's rendezvous READs and FINs (tm.c), which the process never posted,
+ * take no slot of the ring and complete without a CQE of the SQ.
+ */
+enum vrdma_swqe_kind {
+	VRDMA_SWQE_USER,	/* from the SQ ring (or a kernel post_send) */
+	VRDMA_SWQE_TM_READ,	/* a rendezvous: the data into a tagged buffer */
+	VRDMA_SWQE_TM_FIN,	/* then the FIN to the sender */
 };
 
 enum vrdma_swqe_state {
@@ -108,8 +129,11 @@ struct vrdma_rwqe {
 
 /**
  * struct vrdma_req - requester (and completer) state of a QP
- * @fetch: next SQ index to copy out of the ring
- * @cur: SQ index of the WQE being sent
+ * @head: send sequence index of the oldest WQE not completed
+ * @fetch: send sequence index the next WQE copied out of the ring (or
+ *	made by the kernel) takes
+ * @ring_fetch: next SQ ring index to copy out of the ring
+ * @cur: send sequence index of the WQE being sent
  * @offset: bytes of @cur already sent
  * @psn: PSN of the next request packet
  * @max_psn: the PSN after the last request packet ever sent: @psn is behind
@@ -132,12 +156,17 @@ struct vrdma_rwqe {
  * @bh_more: the tasklet's requester run stopped at its budget with packets
  *	left to send; the tasklet's next run goes on (vrdma_qp_bh())
  *
- * SQ indices between sq.kidx (oldest not completed) and @cur have all their
- * packets sent; @cur up to @fetch are copied and checked but not (fully)
- * sent.
+ * Send sequence indices between @head (oldest not completed) and @cur
+ * have all their packets sent; @cur up to @fetch are copied and checked
+ * but not (fully) sent.  The sequence is the SQ ring's WQEs in their
+ * order, and the kernel's own send work between them (enum
+ * vrdma_swqe_kind): without any, @head and @ring_fetch are the ring's
+ * sq.kidx and @fetch.
  */
 struct vrdma_req {
+	u32 head;
 	u32 fetch;
+	u32 ring_fetch;
 	u32 cur;
 	u32 offset;
 	u32 psn;

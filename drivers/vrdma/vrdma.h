@@ -525,8 +525,12 @@ struct vrdma_ah {
  * @sq: the SQ ring (user space produces WQEs, the kernel consumes); sq.kidx
  *	is the oldest WQE not yet completed
  * @rq: the RQ ring (unused with an SRQ)
- * @swqe: per SQ slot, the kernel's copy and progress of the WQE
- * @swqe_buf: storage of the copied WQEs, sq.num_entries * sq.entry_size
+ * @swqe: the send sequence (struct vrdma_req): the kernel's copies of the
+ *	SQ's WQEs and its own send work, and their progress
+ * @swqe_buf: storage of their WQEs
+ * @swqe_mask: entries of @swqe - 1: the SQ's, and room for the kernel's
+ *	own send work on a QP of a tag-matching SRQ
+ * @tm_internal: the kernel's own send WQEs in the sequence (tm.c)
  * @rwqe: the receive WQE the responder is filling
  * @max_send_sge: granted SGEs per send WQE
  * @max_recv_sge: granted SGEs per receive WQE
@@ -577,6 +581,8 @@ struct vrdma_qp {
 	struct vrdma_queue rq;
 	struct vrdma_swqe *swqe;
 	void *swqe_buf;
+	u32 swqe_mask;
+	u32 tm_internal;
 	struct vrdma_rwqe rwqe;
 	u32 max_send_sge;
 	u32 max_recv_sge;
@@ -768,6 +774,12 @@ static inline bool vrdma_wqe_atomic(const struct vrdma_send_wqe *wqe)
 static inline struct vrdma_ah *to_vah(struct ib_ah *ibah)
 {
 	return container_of(ibah, struct vrdma_ah, ibah);
+}
+
+/* The send WQE at send sequence index @idx (struct vrdma_req). */
+static inline struct vrdma_swqe *vrdma_swqe_at(struct vrdma_qp *qp, u32 idx)
+{
+	return &qp->swqe[idx & qp->swqe_mask];
 }
 
 /* The requester sent up to req.psn: keep req.max_psn the highest. */
@@ -1081,6 +1093,9 @@ void vrdma_tm_srq_destroy(struct vrdma_srq *srq);
 bool vrdma_tm_take(struct vrdma_qp *qp, struct sk_buff *skb);
 int vrdma_tm_complete(struct vrdma_qp *qp, struct vrdma_cqe *cqe,
 		      bool solicited);
+void vrdma_tm_swqe_done(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+			u8 status);
+void vrdma_tm_qp_reset(struct vrdma_qp *qp);
 
 /* xrc.c */
 int vrdma_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);

@@ -72,6 +72,7 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct vrdma_create_srq_req req;
 	struct vrdma_ucontext *uc;
 	u32 n, stride;
+	bool tm;
 	int ret;
 
 	ret = vrdma_udata_req(ibsrq->device, udata, __func__, &req.hdr,
@@ -81,9 +82,10 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC &&
 	    (init->srq_type != IB_SRQT_TM || !udata))
 		return -EOPNOTSUPP;
-	if ((init->srq_type == IB_SRQT_TM) !=
-	    !!(req.hdr.comp_mask & VRDMA_CREATE_SRQ_TM) ||
-	    (!(req.hdr.comp_mask & VRDMA_CREATE_SRQ_TM) && req.max_ops))
+	/* max_ops for a tag-matching SRQ, and for no other. */
+	tm = init->srq_type == IB_SRQT_TM;
+	if (tm != !!(req.hdr.comp_mask & VRDMA_CREATE_SRQ_TM) ||
+	    (!tm && req.max_ops))
 		return -EINVAL;
 	if (init->srq_type == IB_SRQT_XRC &&
 	    (!init->ext.xrc.xrcd || !init->ext.cq))

@@ -409,8 +409,9 @@ int vrdma_tm_complete(struct vrdma_qp *qp, struct vrdma_cqe *cqe,
 		break;
 	case VRDMA_TM_EAGER:
 		cqe->opcode = VRDMA_WC_TM_RECV;
-		cqe->wc_flags |= VRDMA_WC_TM_DATA_VALID;
-		if (!rw->tm_split) {
+		if (cqe->status == IB_WC_SUCCESS)
+			cqe->wc_flags |= VRDMA_WC_TM_DATA_VALID;
+		if (!rw->tm_split && cqe->status == IB_WC_SUCCESS) {
 			cqe->wc_flags |= VRDMA_WC_TM_MATCH;
 			tag = rw->tm_tag;
 			priv = rw->tm_priv;
@@ -457,6 +458,8 @@ void vrdma_tm_swqe_done(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 	qp->tm_internal--;
 	if (swqe->kind != VRDMA_SWQE_TM_READ)
 		return;
+	if (status != IB_WC_SUCCESS)
+		cqe.wc_flags = 0;
 	spin_lock_bh(&tm->lock);
 	if (vrdma_tm_post(srq, &cqe, 0, 0, false))
 		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
@@ -493,7 +496,7 @@ void vrdma_tm_qp_reset(struct vrdma_qp *qp)
 }
 
 /*
- * Execute one operation; 0 or a positive errno that refuses it.  An
+ * Execute one operation; 0 or a negative errno that refuses it.  An
  * operation that runs but fails (deleting a buffer no longer posted)
  * completes with IBV_WC_TM_ERR, signaled or not.
  */
@@ -509,14 +512,14 @@ static int vrdma_tm_op(struct vrdma_srq *srq, const struct vrdma_srq_op *op,
 	if (op->opcode > VRDMA_SRQ_OP_TAG_SYNC ||
 	    (op->flags & ~(VRDMA_SRQ_OP_SIGNALED | VRDMA_SRQ_OP_TM_SYNC)) ||
 	    op->reserved)
-		return EINVAL;
+		return -EINVAL;
 	if (op->opcode == VRDMA_SRQ_OP_TAG_ADD &&
 	    (op->num_sge > VRDMA_TM_MAX_SGE ||
 	     vrdma_sgl_check(vdev, to_vpd(srq->ibsrq.pd), op->sge,
 			     op->num_sge, IB_ACCESS_LOCAL_WRITE, &total)))
-		return EINVAL;
+		return -EINVAL;
 	if (op->opcode == VRDMA_SRQ_OP_TAG_DEL && op->handle >= tm->num_tags)
-		return EINVAL;
+		return -EINVAL;
 
 	spin_lock_bh(&tm->lock);
 	switch (op->opcode) {
@@ -525,7 +528,7 @@ static int vrdma_tm_op(struct vrdma_srq *srq, const struct vrdma_srq_op *op,
 					     list);
 		if (!t) {
 			spin_unlock_bh(&tm->lock);
-			return ENOMEM;
+			return -ENOMEM;
 		}
 		t->num_sge = op->num_sge;
 		for (i = 0; i < op->num_sge; i++)
@@ -599,8 +602,8 @@ UVERBS_HANDLER(VRDMA_IB_METHOD_SRQ_OPS)(struct uverbs_attr_bundle *attrs)
 			resp.error = ENOMEM;
 			break;
 		}
-		resp.error = vrdma_tm_op(srq, &ops[resp.done],
-					 &handles[resp.done]);
+		resp.error = -vrdma_tm_op(srq, &ops[resp.done],
+					  &handles[resp.done]);
 		if (resp.error)
 			break;
 	}

@@ -666,6 +666,78 @@ TEST_F(tm, rndv)
 	EXPECT_TM_EMPTY();
 }
 
+/*
+ * More rendezvous at once than a QP keeps in flight: the rest wait (RNR)
+ * and go on; every buffer gets its data, every request its FIN.
+ */
+TEST_F(tm, rndv_many)
+{
+	enum { N = 12, LEN = 20000 };
+	struct ibv_send_wr wr[N], *bad;
+	struct ibv_sge sge[N];
+	int match[N] = {}, data[N] = {};
+	struct ibv_wc wc[N];
+	uint8_t *hdrs;
+	int i, got;
+
+	tm_env(_metadata, self, 64, 16);
+	hdrs = self->sb.p + TM_BUF - 64 * 1024;
+	for (i = 0; i < N; i++) {
+		struct ibv_tmh tmh = { .opcode = IBV_TMH_RNDV,
+				       .tag = htobe64(100 + i) };
+		struct ibv_rvh rvh = {
+			.va = htobe64((uintptr_t)self->sb.p + i * LEN),
+			.rkey = htobe32(self->sb.mr->rkey),
+			.len = htobe32(LEN),
+		};
+
+		ASSERT_EQ(0, tm_add(self, 100 + i, ~0ULL, i, i * 32768, LEN,
+				    0, NULL));
+		rc_fill(self->sb.p + i * LEN, LEN, 100 + i, 0);
+		memcpy(self->img + i * 32768, self->sb.p + i * LEN, LEN);
+		memcpy(hdrs + i * 64, &tmh, sizeof(tmh));
+		memcpy(hdrs + i * 64 + TM_HDR, &rvh, sizeof(rvh));
+		tm_post_fin_wqe(_metadata, self, TM_BUF - 32768 + i * 256);
+		sge[i].addr = (uintptr_t)hdrs + i * 64;
+		sge[i].length = TM_RNDV_HDR;
+		sge[i].lkey = self->sb.mr->lkey;
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_SEND;
+		wr[i].next = i < N - 1 ? &wr[i + 1] : NULL;
+	}
+	wr[N - 1].send_flags = IBV_SEND_SIGNALED;
+	ASSERT_EQ(0, ibv_post_send(self->s.qp, wr, &bad));
+	for (i = 0; i < 2 * N; i++) {
+		ASSERT_EQ(1, tm_poll(self, &self->last, RC_TIMEOUT_MS));
+		ASSERT_EQ(IBV_WC_SUCCESS, self->last.status);
+		ASSERT_GT(N, (int)self->last.wr_id);
+		if (self->last.wc_flags == IBV_WC_TM_MATCH) {
+			EXPECT_EQ(100 + self->last.wr_id, self->last.tag);
+			/* the match before the data */
+			EXPECT_EQ(0, data[self->last.wr_id]);
+			match[self->last.wr_id]++;
+		} else {
+			EXPECT_EQ(IBV_WC_TM_DATA_VALID, self->last.wc_flags);
+			data[self->last.wr_id]++;
+		}
+	}
+	for (i = 0; i < N; i++) {
+		EXPECT_EQ(1, match[i]);
+		EXPECT_EQ(1, data[i]);
+	}
+	EXPECT_RB();
+	got = rc_poll(self->s.scq, wc, 1, RC_TIMEOUT_MS);
+	EXPECT_EQ(1, got);
+	got = rc_poll(self->s.rcq, wc, N, RC_TIMEOUT_MS);
+	EXPECT_EQ(N, got);
+	for (i = 0; i < got; i++)
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status);
+	EXPECT_TM_EMPTY();
+}
+
 TEST_F(tm, rndv_bad_rkey)
 {
 	uint32_t n;

@@ -480,7 +480,8 @@ enum vrdma_ib_dm_query_attrs {
  *
  *   VRDMA_IB_ATTR_SRQ_OPS_HANDLE   IDR in, the SRQ (mandatory)
  *   VRDMA_IB_ATTR_SRQ_OPS_WRS      in: an array of struct vrdma_srq_op,
- *                                  1 to the SRQ's max_ops
+ *                                  of which the SRQ's max_ops at most
+ *                                  are executed (the next: ENOMEM)
  *   VRDMA_IB_ATTR_SRQ_OPS_HANDLES  out: a __u32 per op, the handle a
  *                                  TAG_ADD got (0 for the others)
  *   VRDMA_IB_ATTR_SRQ_OPS_RESP     out: struct vrdma_srq_ops_resp

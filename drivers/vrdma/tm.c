@@ -301,11 +301,13 @@ bool vrdma_tm_take(struct vrdma_qp *qp, struct sk_buff *skb)
 	struct vrdma_tmh *tmh = &hdr.tmh;
 	u32 have = min_t(u32, pkt->paylen, sizeof(hdr));
 	bool only = pkt->mask & VRDMA_OPF_LAST;
+	bool no_tag;
 	struct vrdma_tm_tag *t = NULL;
-	bool taken = true;
+	bool fatal = false;
 
 	if (have && skb_copy_bits(skb, pkt->hdr_len, &hdr, have))
 		have = 0;
+	no_tag = have && tmh->opcode == VRDMA_TMH_NO_TAG;
 
 	spin_lock_bh(&tm->lock);
 	/* A rendezvous request is one packet: its headers and a little data. */
@@ -338,9 +340,8 @@ bool vrdma_tm_take(struct vrdma_qp *qp, struct sk_buff *skb)
 		} else {
 			vrdma_tm_rndv(qp, tm, t, tmh, &hdr.rvh);
 		}
-		if (vrdma_tm_post(srq, &cqe, be64_to_cpu(tmh->tag),
-				  be32_to_cpu(tmh->app_ctx), false))
-			vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+		fatal = vrdma_tm_post(srq, &cqe, be64_to_cpu(tmh->tag),
+				      be32_to_cpu(tmh->app_ctx), false);
 		/* The request itself goes nowhere. */
 		rw->tm = VRDMA_TM_DISCARD;
 		rw->tm_skip = U32_MAX;
@@ -362,23 +363,38 @@ bool vrdma_tm_take(struct vrdma_qp *qp, struct sk_buff *skb)
 				.src_qp = qp->attr.dest_qp_num,
 			};
 
-			if (vrdma_tm_post(srq, &cqe, rw->tm_tag, rw->tm_priv,
-					  false))
-				vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+			fatal = vrdma_tm_post(srq, &cqe, rw->tm_tag,
+					      rw->tm_priv, false);
 		}
-	} else if (vrdma_take_rwqe(qp)) {
-		rw->tm = VRDMA_TM_PLAIN;
-		if (have && tmh->opcode == VRDMA_TMH_NO_TAG) {
-			rw->tm_opcode = VRDMA_WC_TM_NO_TAG;
-		} else {
-			rw->tm_opcode = VRDMA_WC_TM_RECV;
-			tm->unexp_hw++;
-		}
-	} else {
-		taken = false;
+	} else if (!no_tag) {
+		/* Unexpected: matching stops from here on. */
+		tm->unexp_hw++;
 	}
 	spin_unlock_bh(&tm->lock);
-	return taken && qp->state != IB_QPS_ERR;
+
+	/*
+	 * The QP's error flushes its send work, which takes tm->lock: never
+	 * under it.  So is a WQE of the ring taken, which may find the ring
+	 * garbage.
+	 */
+	if (fatal) {
+		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+		return false;
+	}
+	if (t)
+		return true;
+	if (!vrdma_take_rwqe(qp)) {
+		/* Not delivered after all: the sender tries again (RNR). */
+		if (!no_tag) {
+			spin_lock_bh(&tm->lock);
+			tm->unexp_hw--;
+			spin_unlock_bh(&tm->lock);
+		}
+		return false;
+	}
+	rw->tm = VRDMA_TM_PLAIN;
+	rw->tm_opcode = no_tag ? VRDMA_WC_TM_NO_TAG : VRDMA_WC_TM_RECV;
+	return true;
 }
 
 /**
@@ -445,6 +461,7 @@ void vrdma_tm_swqe_done(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 {
 	struct vrdma_srq *srq = qp->srq;
 	struct vrdma_tm *tm = srq->tm;
+	int ret;
 	struct vrdma_cqe cqe = {
 		.wr_id = swqe->wqe->wr_id,
 		.status = status,
@@ -461,10 +478,15 @@ void vrdma_tm_swqe_done(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 	if (status != IB_WC_SUCCESS)
 		cqe.wc_flags = 0;
 	spin_lock_bh(&tm->lock);
-	if (vrdma_tm_post(srq, &cqe, 0, 0, false))
-		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
+	ret = vrdma_tm_post(srq, &cqe, 0, 0, false);
 	vrdma_tm_release(tm, swqe->tm_handle);
 	spin_unlock_bh(&tm->lock);
+	/*
+	 * Not under tm->lock: the error flushes the QP's send work.  Nor
+	 * again from a flush, which is where a QP in error gets here.
+	 */
+	if (ret && qp->state != IB_QPS_ERR)
+		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
 }
 
 /**

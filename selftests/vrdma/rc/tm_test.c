@@ -71,6 +71,7 @@ FIXTURE(tm) {
 	uint64_t plain_wr_id;		/* of the next plain WQE posted */
 	struct ibv_device_attr_ex ax;
 	struct tm_wc last;		/* the completion EXPECT_TM_WC() read */
+	int cq_size;			/* of the SRQ's CQ; 0: 256 */
 };
 
 RC_ENDS_VARIANTS(tm);
@@ -152,7 +153,7 @@ static void tm_env(struct __test_metadata *_metadata, FIXTURE_DATA(tm) *self,
 		   uint32_t max_tags, uint32_t max_ops)
 {
 	struct ibv_cq_init_attr_ex ca = {
-		.cqe = 256,
+		.cqe = self->cq_size ? self->cq_size : 256,
 		.wc_flags = IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_TM_INFO,
 	};
 	struct rc_opts so = {}, ro = {};
@@ -769,6 +770,30 @@ TEST_F(tm, rndv_short)
 	EXPECT_RB();
 	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->r.qp));
 	EXPECT_TM_EMPTY();
+}
+
+/*
+ * The SRQ's CQ overflows: a rendezvous matched then cannot complete, the
+ * receiving QP goes to error with its READ and FIN flushed, the sender is
+ * told; nothing hangs and no byte is placed.
+ */
+TEST_F(tm, cq_overflow)
+{
+	struct ibv_cq *cq;
+	int i, n;
+
+	self->cq_size = 4;
+	tm_env(_metadata, self, 64, 16);
+	cq = ibv_cq_ex_to_cq(self->cq);
+	for (i = 0; i <= cq->cqe + 1; i++)
+		ASSERT_EQ(0, tm_op(self, IBV_WR_TAG_SYNC, IBV_OPS_SIGNALED,
+				   60 + i, NULL));
+	ASSERT_EQ(0, tm_add(self, 0x7a, ~0ULL, 0x7a, 8192, 8192, 0, NULL));
+	tm_post_fin_wqe(_metadata, self, TM_BUF - 4096);
+	n = tm_rndv_msg(self, 0x7a, 4096, 4096, self->sb.mr->rkey, 0);
+	tm_send(_metadata, self, n, IBV_WC_REM_OP_ERR);
+	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(self->r.qp));
+	EXPECT_RB();
 }
 
 TEST_F(tm, multi_packet)

@@ -204,10 +204,11 @@ int vrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 /* ---- the extended CQ ----------------------------------------------------- */
 
 /*
- * Everything a struct ibv_wc carries.  Not completion timestamps, flow tags,
- * VLANs or tag matching: a CQE has none of them.
+ * Everything a struct ibv_wc carries, and tag matching's tag and app_ctx,
+ * for which a CQ that asks gets entries of VRDMA_CQE_TM_SIZE.  Not
+ * completion timestamps, flow tags or VLANs: a CQE has none of them.
  */
-#define VRDMA_CQ_EX_WC_FLAGS IBV_WC_STANDARD_FLAGS
+#define VRDMA_CQ_EX_WC_FLAGS (IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_TM_INFO)
 
 /*
  * The current CQE's wr_id and status go where ibv_cq_ex has them; the
@@ -215,6 +216,7 @@ int vrdma_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
  */
 static void vrdma_cq_ex_load(struct vrdma_cq *cq)
 {
+	vrdma_cq_taken_tm(&cq->ring, &cq->cur_tm);
 	cq->vcq.cq_ex.wr_id = cq->cur.wr_id;
 	cq->vcq.cq_ex.status = (enum ibv_wc_status)cq->cur.status;
 }
@@ -319,6 +321,16 @@ static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *cqx)
 	return 0;
 }
 
+/* Zeros unless the completion is of a matched message (tm.c). */
+static void vrdma_wc_read_tm_info(struct ibv_cq_ex *cqx,
+				  struct ibv_wc_tm_info *tm_info)
+{
+	struct vrdma_cq *cq = to_vcq_ex(cqx);
+
+	tm_info->tag = cq->cur_tm.tag;
+	tm_info->priv = cq->cur_tm.priv;
+}
+
 /*
  * ibv_create_cq_ex().  libibverbs has already refused wc_flags it does not
  * know; the kernel is asked nothing it cannot do: no wc_flags beyond
@@ -329,12 +341,14 @@ static uint8_t vrdma_wc_read_dlid_path_bits(struct ibv_cq_ex *cqx)
  * (IBV_CQ_INIT_ATTR_MASK_PD) must be one of this context; the kernel's CQ
  * knows none, its ring being the kernel's.
  * Every read_* function of a supported field is set, whether or not
- * wc_flags asked for it.
+ * wc_flags asked for it; IBV_WC_EX_WITH_TM_INFO asks the kernel for CQEs
+ * with room for the tag (struct vrdma_create_cq_req).
  */
 struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 				     struct ibv_cq_init_attr_ex *attr)
 {
 	struct vrdma_cmd_create_cq_ex_resp resp = {};
+	struct vrdma_cmd_create_cq_ex cmd = {};
 	struct ibv_cq_init_attr_ex kattr;
 	struct ibv_cq_ex *cqx;
 	struct vrdma_cq *cq;
@@ -361,8 +375,13 @@ struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 	if (!cq)
 		return NULL;
 
-	ret = ibv_cmd_create_cq_ex(context, &kattr, &cq->vcq, NULL, 0,
-				   &resp.ibv_resp, sizeof(resp), 0);
+	if (attr->wc_flags & IBV_WC_EX_WITH_TM_INFO) {
+		cmd.drv_payload.hdr.comp_mask = VRDMA_CREATE_CQ_CQE_SIZE;
+		cmd.drv_payload.cqe_size = VRDMA_CQE_TM_SIZE;
+	}
+	ret = ibv_cmd_create_cq_ex(context, &kattr, &cq->vcq, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp),
+				   0);
 	if (!vrdma_cq_created(context, cq, ret, &resp.drv_payload.cq))
 		return NULL;
 	if (((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
@@ -385,5 +404,6 @@ struct ibv_cq_ex *vrdma_create_cq_ex(struct ibv_context *context,
 	cqx->read_slid = vrdma_wc_read_slid;
 	cqx->read_sl = vrdma_wc_read_sl;
 	cqx->read_dlid_path_bits = vrdma_wc_read_dlid_path_bits;
+	cqx->read_tm_info = vrdma_wc_read_tm_info;
 	return cqx;
 }

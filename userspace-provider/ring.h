@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <infiniband/tm_types.h>
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 #include <rdma/vrdma-abi.h>
@@ -60,6 +61,42 @@ static_assert(sizeof(struct vrdma_modify_srq_req) == 16,
 static_assert(sizeof(struct vrdma_create_ah_resp) == 8,
 	      "vrdma_create_ah_resp");
 static_assert(sizeof(struct vrdma_uverbs_req) == 8, "vrdma_uverbs_req");
+static_assert(sizeof(struct vrdma_tmh) == sizeof(struct ibv_tmh) &&
+		      sizeof(struct vrdma_rvh) == sizeof(struct ibv_rvh),
+	      "tag-matching headers");
+static_assert(sizeof(struct vrdma_srq_op) == 112, "vrdma_srq_op");
+static_assert(sizeof(struct vrdma_srq_ops_resp) == 8, "vrdma_srq_ops_resp");
+static_assert(sizeof(struct vrdma_create_srq_req) == 16,
+	      "vrdma_create_srq_req");
+static_assert(sizeof(struct vrdma_create_cq_req) == 16,
+	      "vrdma_create_cq_req");
+static_assert(sizeof(struct vrdma_cqe) + sizeof(struct vrdma_cqe_tm) ==
+		      VRDMA_CQE_TM_SIZE,
+	      "vrdma_cqe_tm");
+/* Tag matching's opcodes, flags and statuses, as rdma-core has them. */
+static_assert((int)VRDMA_TMH_NO_TAG == IBV_TMH_NO_TAG &&
+		      (int)VRDMA_TMH_RNDV == IBV_TMH_RNDV &&
+		      (int)VRDMA_TMH_FIN == IBV_TMH_FIN &&
+		      (int)VRDMA_TMH_EAGER == IBV_TMH_EAGER,
+	      "enum vrdma_tmh_opcode");
+static_assert((int)VRDMA_SRQ_OP_TAG_ADD == IBV_WR_TAG_ADD &&
+		      (int)VRDMA_SRQ_OP_TAG_DEL == IBV_WR_TAG_DEL &&
+		      (int)VRDMA_SRQ_OP_TAG_SYNC == IBV_WR_TAG_SYNC &&
+		      (int)VRDMA_SRQ_OP_SIGNALED == IBV_OPS_SIGNALED &&
+		      (int)VRDMA_SRQ_OP_TM_SYNC == IBV_OPS_TM_SYNC,
+	      "enum vrdma_srq_op_opcode, vrdma_srq_op_flags");
+static_assert((int)VRDMA_WC_TM_ADD == IBV_WC_TM_ADD &&
+		      (int)VRDMA_WC_TM_DEL == IBV_WC_TM_DEL &&
+		      (int)VRDMA_WC_TM_SYNC == IBV_WC_TM_SYNC &&
+		      (int)VRDMA_WC_TM_RECV == IBV_WC_TM_RECV &&
+		      (int)VRDMA_WC_TM_NO_TAG == IBV_WC_TM_NO_TAG &&
+		      (int)VRDMA_WC_TM_SYNC_REQ == IBV_WC_TM_SYNC_REQ &&
+		      (int)VRDMA_WC_TM_MATCH == IBV_WC_TM_MATCH &&
+		      (int)VRDMA_WC_TM_DATA_VALID == IBV_WC_TM_DATA_VALID &&
+		      (int)VRDMA_WC_TM_ERR == IBV_WC_TM_ERR &&
+		      (int)VRDMA_WC_TM_RNDV_INCOMPLETE ==
+			      IBV_WC_TM_RNDV_INCOMPLETE,
+	      "tag matching completions");
 
 /* SGEs are copied between struct ibv_sge and the ring as they are. */
 static_assert(sizeof(struct ibv_sge) == sizeof(struct vrdma_sge) &&
@@ -648,6 +685,20 @@ static inline int vrdma_cq_take(struct vrdma_uring *cq, struct vrdma_cqe *cqe)
 	memcpy(cqe, vrdma_uring_entry(cq, cq->head), sizeof(*cqe));
 	cq->head++;
 	return 0;
+}
+
+/*
+ * The tag-matching part of the CQE vrdma_cq_take() took last, from a CQ of
+ * VRDMA_CQE_TM_SIZE entries; zeros from any other.
+ */
+static inline void vrdma_cq_taken_tm(const struct vrdma_uring *cq,
+				     struct vrdma_cqe_tm *tm)
+{
+	if (cq->entry_size >= VRDMA_CQE_TM_SIZE)
+		memcpy(tm, (const char *)vrdma_uring_entry(cq, cq->head - 1) +
+			       sizeof(struct vrdma_cqe), sizeof(*tm));
+	else
+		memset(tm, 0, sizeof(*tm));
 }
 
 /* After the reads of vrdma_cq_take: the kernel may overwrite those slots. */

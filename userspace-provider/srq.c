@@ -11,6 +11,10 @@
  * domain: it takes the messages that XRC initiators send to any target QP
  * of the domain naming its number (ibv_get_srq_num), and completes them on
  * its own CQ.
+ *
+ * A tag-matching SRQ (IBV_SRQT_TM) is the same ring too, for the messages
+ * that match no tagged buffer; the kernel keeps the buffers
+ * (ibv_post_srq_ops, tm.c) and completes everything on the SRQ's CQ.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -96,14 +100,16 @@ struct ibv_srq *vrdma_create_srq(struct ibv_pd *pd,
 
 /*
  * ibv_create_srq_ex() of anything but a basic SRQ with a PD only (which
- * goes to create_srq): a basic SRQ, or an XRC one in attr->xrcd completing
- * on attr->cq.  No tag matching (IBV_SRQT_TM): EOPNOTSUPP.
+ * goes to create_srq): a basic SRQ, an XRC one in attr->xrcd completing
+ * on attr->cq, or a tag-matching one completing on attr->cq, with
+ * attr->tm_cap (the kernel checks it against tm_caps).
  */
 struct ibv_srq *vrdma_create_srq_ex(struct ibv_context *context,
 				    struct ibv_srq_init_attr_ex *attr)
 {
 	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ |
+			       IBV_SRQ_INIT_ATTR_TM;
 	struct vrdma_context *ctx = to_vctx(context);
 	struct vrdma_cmd_create_xsrq_resp resp = {};
 	struct vrdma_cmd_create_xsrq cmd = {};
@@ -115,7 +121,8 @@ struct ibv_srq *vrdma_create_srq_ex(struct ibv_context *context,
 	if (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE)
 		type = attr->srq_type;
 	if ((attr->comp_mask & ~known) ||
-	    (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC)) {
+	    (type != IBV_SRQT_BASIC && type != IBV_SRQT_XRC &&
+	     type != IBV_SRQT_TM)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -123,7 +130,11 @@ struct ibv_srq *vrdma_create_srq_ex(struct ibv_context *context,
 	    (type == IBV_SRQT_XRC &&
 	     (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) ||
 	      !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->xrcd ||
-	      !attr->cq))) {
+	      !attr->cq)) ||
+	    (type == IBV_SRQT_TM &&
+	     (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+	      !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) || !attr->cq ||
+	      !attr->tm_cap.max_num_tags || !attr->tm_cap.max_ops))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -132,6 +143,11 @@ struct ibv_srq *vrdma_create_srq_ex(struct ibv_context *context,
 	if (!srq)
 		return NULL;
 
+	if (type == IBV_SRQT_TM) {
+		cmd.drv_payload.hdr.comp_mask = VRDMA_CREATE_SRQ_TM;
+		cmd.drv_payload.max_ops = attr->tm_cap.max_ops;
+		srq->tm_max_ops = attr->tm_cap.max_ops;
+	}
 	ret = ibv_cmd_create_srq_ex(context, &srq->vsrq, attr, &cmd.ibv_cmd,
 				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (!ret && type == IBV_SRQT_XRC) {

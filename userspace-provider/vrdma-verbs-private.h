@@ -561,7 +561,18 @@ int ibv_cmd_create_cq(struct ibv_context *context, int cqe,
  * may be NULL (no driver request).  cmd_flags: enum create_cq_cmd_flags,
  * of which vrdma uses none.
  */
-struct ibv_create_cq_ex;
+struct ibv_create_cq_ex {
+	struct ib_uverbs_cmd_hdr hdr;
+	struct ib_uverbs_ex_cmd_hdr ex_hdr;
+	struct ib_uverbs_ex_create_cq core_payload;
+};
+
+static_assert(sizeof(struct ibv_create_cq_ex) ==
+		      sizeof(struct ib_uverbs_cmd_hdr) +
+			      sizeof(struct ib_uverbs_ex_cmd_hdr) +
+			      sizeof(struct ib_uverbs_ex_create_cq),
+	      "bad ibv_create_cq_ex size");
+
 int ibv_cmd_create_cq_ex(struct ibv_context *context,
 			 const struct ibv_cq_init_attr_ex *cq_attr,
 			 struct verbs_cq *cq, struct ibv_create_cq_ex *cmd,

@@ -75,6 +75,7 @@ static const struct verbs_context_ops vrdma_ctx_ops = {
 	.poll_cq = vrdma_poll_cq,
 	.post_recv = vrdma_post_recv,
 	.post_send = vrdma_post_send,
+	.post_srq_ops = vrdma_post_srq_ops,
 	.post_srq_recv = vrdma_post_srq_recv,
 	.query_device_ex = vrdma_query_device_ex,
 	.query_port = vrdma_query_port,

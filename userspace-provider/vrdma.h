@@ -72,10 +72,22 @@ VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_qp, ibv_create_qp, vrdma_verbs_empty,
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_srq, ibv_create_srq,
 		      vrdma_verbs_empty, ib_uverbs_create_srq_resp,
 		      vrdma_create_srq_resp);
-/* create_srq_ex: the same driver data after the XSRQ command. */
+/*
+ * create_srq_ex: the same driver data after the XSRQ command, and a driver
+ * request: a tag-matching SRQ's max_ops.
+ */
 VRDMA_DECLARE_DRV_CMD(vrdma_cmd_create_xsrq, ibv_create_xsrq,
-		      vrdma_verbs_empty, ib_uverbs_create_srq_resp,
+		      vrdma_create_srq_req, ib_uverbs_create_srq_resp,
 		      vrdma_create_srq_resp);
+/* create_cq_ex: the CQE size (tag matching's needs more room). */
+struct vrdma_cmd_create_cq_ex {
+	struct ibv_create_cq_ex ibv_cmd;
+	struct vrdma_create_cq_req drv_payload;
+};
+
+static_assert(offsetof(struct vrdma_cmd_create_cq_ex, drv_payload) ==
+		      sizeof(struct ibv_create_cq_ex),
+	      "bad vrdma_cmd_create_cq_ex request layout");
 /* MODIFY_SRQ: a driver request (the resized ring's ring_info), no response. */
 struct vrdma_cmd_modify_srq {
 	struct ibv_modify_srq ibv_cmd;
@@ -175,6 +187,7 @@ struct vrdma_cq {
 	struct vrdma_lock lock;
 	struct vrdma_uring ring;
 	struct vrdma_cqe cur;	/* start/next_poll's CQE, for the read_* */
+	struct vrdma_cqe_tm cur_tm;	/* its tag-matching part (TM_INFO) */
 };
 
 /*
@@ -222,10 +235,14 @@ struct vrdma_wq {
 	struct vrdma_rq rq;
 };
 
-/* vsrq.srq_type and srq_num are filled by create_srq_ex only. */
+/*
+ * vsrq.srq_type and srq_num are filled by create_srq_ex only.  tm_max_ops:
+ * a tag-matching SRQ's operations per VRDMA_IB_METHOD_SRQ_OPS call.
+ */
 struct vrdma_srq {
 	struct verbs_srq vsrq;
 	struct vrdma_rq rq;
+	uint32_t tm_max_ops;
 };
 
 #define vrdma_container_of(ptr, type, member)				\
@@ -353,6 +370,10 @@ struct ibv_pd *vrdma_import_pd(struct ibv_context *context,
 void vrdma_unimport_pd(struct ibv_pd *ibpd);
 struct ibv_mr *vrdma_import_mr(struct ibv_pd *pd, uint32_t mr_handle);
 void vrdma_unimport_mr(struct ibv_mr *ibmr);
+
+/* tm.c */
+int vrdma_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
+		       struct ibv_ops_wr **bad_wr);
 
 /* dm.c */
 struct ibv_dm *vrdma_alloc_dm(struct ibv_context *context,

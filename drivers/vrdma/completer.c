@@ -84,11 +84,11 @@ static void vrdma_skip_acked(struct vrdma_qp *qp)
 	if (vrdma_psn_diff(qp->req.una, qp->req.psn) <= 0)
 		return;
 	/* The WQEs it had gone back to may all be complete now. */
-	if ((s32)(qp->req.cur - qp->sq.kidx) < 0) {
-		qp->req.cur = qp->sq.kidx;
+	if ((s32)(qp->req.cur - qp->req.head) < 0) {
+		qp->req.cur = qp->req.head;
 		qp->req.offset = 0;
 	}
-	swqe = &qp->swqe[qp->req.cur & qp->sq.mask];
+	swqe = vrdma_swqe_at(qp, qp->req.cur);
 	if (qp->req.cur != qp->req.fetch && swqe->state != VRDMA_SWQE_NEW &&
 	    !vrdma_wqe_rd_atomic(swqe->wqe))
 		qp->req.offset = vrdma_psn_diff(qp->req.una, swqe->first_psn) *
@@ -115,8 +115,8 @@ static bool vrdma_ack_up_to(struct vrdma_qp *qp, u32 psn)
 	u32 una = vrdma_psn_add(psn, 1);
 	bool implied = false;
 
-	while (qp->sq.kidx != qp->req.fetch && qp->state != IB_QPS_ERR) {
-		struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+	while (qp->req.head != qp->req.fetch && qp->state != IB_QPS_ERR) {
+		struct vrdma_swqe *swqe = vrdma_swqe_at(qp, qp->req.head);
 
 		/* A failed WQE completes, with its error, in the requester. */
 		if (swqe->state != VRDMA_SWQE_SENT ||
@@ -162,8 +162,8 @@ static struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 
 	vrdma_qp_assert_owned(qp);
 
-	for (i = qp->sq.kidx; i != qp->req.fetch; i++) {
-		struct vrdma_swqe *swqe = &qp->swqe[i & qp->sq.mask];
+	for (i = qp->req.head; i != qp->req.fetch; i++) {
+		struct vrdma_swqe *swqe = vrdma_swqe_at(qp, i);
 		bool is_read = swqe->wqe->opcode == IB_UVERBS_WR_RDMA_READ;
 		u32 last;
 
@@ -193,13 +193,13 @@ static struct vrdma_swqe *vrdma_rewind(struct vrdma_qp *qp, u32 psn)
 /* The oldest WQE fails with @status: its QP goes to error (completer). */
 static void vrdma_fail_head(struct vrdma_qp *qp, u8 status)
 {
-	struct vrdma_swqe *swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+	struct vrdma_swqe *swqe = vrdma_swqe_at(qp, qp->req.head);
 
 	vrdma_qp_assert_owned(qp);
 
-	if (qp->sq.kidx == qp->req.fetch)
+	if (qp->req.head == qp->req.fetch)
 		return;
-	if (qp->req.cur == qp->sq.kidx) {
+	if (qp->req.cur == qp->req.head) {
 		qp->req.cur++;
 		qp->req.offset = 0;
 	}
@@ -368,9 +368,9 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_retry(qp, qp->req.una, false);
 		return;
 	}
-	if (qp->sq.kidx == qp->req.fetch || qp->state == IB_QPS_ERR)
+	if (qp->req.head == qp->req.fetch || qp->state == IB_QPS_ERR)
 		return;		/* nothing sent is waiting: a stale response */
-	swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+	swqe = vrdma_swqe_at(qp, qp->req.head);
 	wqe = swqe->wqe;
 	if (vrdma_wqe_placement(wqe) && swqe->state == VRDMA_SWQE_SENT) {
 		vrdma_placement_response(qp, skb, swqe);
@@ -405,7 +405,9 @@ static void vrdma_read_response(struct vrdma_qp *qp, struct sk_buff *skb)
 	}
 
 	if (pkt->paylen) {
-		ret = vrdma_sgl_copy_from_skb(qp->vdev, qp->pd, wqe->sge,
+		ret = vrdma_sgl_copy_from_skb(qp->vdev,
+					      swqe->pd ? swqe->pd : qp->pd,
+					      wqe->sge,
 					      wqe->num_sge, swqe->read_done,
 					      skb, pkt->hdr_len, pkt->paylen);
 		if (ret) {
@@ -448,9 +450,9 @@ static void vrdma_atomic_ack(struct vrdma_qp *qp, struct sk_buff *skb)
 		vrdma_retry(qp, qp->req.una, false);
 		return;
 	}
-	if (qp->sq.kidx == qp->req.fetch || qp->state == IB_QPS_ERR)
+	if (qp->req.head == qp->req.fetch || qp->state == IB_QPS_ERR)
 		return;		/* a stale answer */
-	swqe = &qp->swqe[qp->sq.kidx & qp->sq.mask];
+	swqe = vrdma_swqe_at(qp, qp->req.head);
 	if (!vrdma_wqe_atomic(swqe->wqe) || swqe->first_psn != pkt->psn ||
 	    swqe->state != VRDMA_SWQE_SENT) {
 		vrdma_count(qp->vdev, VRDMA_CNT_DUP_RESP);
@@ -544,11 +546,12 @@ static u8 vrdma_wc_opcode(u8 wr_opcode)
 /**
  * vrdma_complete_swqe() - complete the oldest send WQE and return its slot
  * @qp: the QP, engines owned
- * @swqe: qp->swqe of sq.kidx
+ * @swqe: the WQE at req.head
  * @status: IB_WC_* status
  *
- * A CQE is written if the WQE was signaled or failed.  A CQ overflow puts
- * the QP in error.
+ * A CQE is written if the WQE was signaled or failed; the kernel's own
+ * send work completes in tm.c instead, and has no slot in the ring.  A CQ
+ * overflow puts the QP in error.
  */
 void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 			 u8 status)
@@ -561,6 +564,11 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 	if (swqe->rd_atomic) {
 		swqe->rd_atomic = false;
 		qp->req.rd_atomic--;
+	}
+	qp->req.head++;
+	if (swqe->kind != VRDMA_SWQE_USER) {
+		vrdma_tm_swqe_done(qp, swqe, status);
+		goto out;
 	}
 	/*
 	 * Free the slot before the CQE is visible: a process that sees the
@@ -581,6 +589,7 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 		if (vrdma_cq_post(qp->scq, &cqe, false))
 			status = IB_WC_GENERAL_ERR;
 	}
+out:
 	if (status == IB_WC_SUCCESS || qp->state == IB_QPS_ERR)
 		return;
 	if (vrdma_qp_is_rc(qp) || status == IB_WC_GENERAL_ERR)
@@ -595,7 +604,8 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
  * @qp: the QP, engines owned, in the error state
  *
  * Includes WQEs posted but not yet copied out of the ring: only their
- * wr_id and opcode are read from there.
+ * wr_id and opcode are read from there.  The kernel's own send work
+ * completes in tm.c.
  */
 void vrdma_flush_sq(struct vrdma_qp *qp)
 {
@@ -611,31 +621,43 @@ void vrdma_flush_sq(struct vrdma_qp *qp)
 
 	/* A garbage producer index: flush what we know of. */
 	if (prod - q->kidx > q->num_entries ||
-	    prod - q->kidx < qp->req.fetch - q->kidx)
-		prod = qp->req.fetch;
+	    prod - q->kidx < qp->req.ring_fetch - q->kidx)
+		prod = qp->req.ring_fetch;
 
-	while (q->kidx != prod) {
-		struct vrdma_swqe *swqe = &qp->swqe[q->kidx & q->mask];
+	/* Copied out already: the send sequence, in order. */
+	while (qp->req.head != qp->req.fetch) {
+		struct vrdma_swqe *swqe = vrdma_swqe_at(qp, qp->req.head);
 		struct vrdma_cqe cqe = {
+			.wr_id = swqe->wqe->wr_id,
 			.status = IB_WC_WR_FLUSH_ERR,
+			.opcode = vrdma_wc_opcode(swqe->wqe->opcode),
 			.qp_num = qp->ibqp.qp_num,
 		};
 
-		/* Copied out already, or still only in the ring? */
-		if ((s32)(q->kidx - qp->req.fetch) < 0) {
-			cqe.wr_id = swqe->wqe->wr_id;
-			cqe.opcode = vrdma_wc_opcode(swqe->wqe->opcode);
-		} else {
-			struct vrdma_send_wqe *w = vrdma_queue_slot(q, q->kidx);
-
-			cqe.wr_id = READ_ONCE(w->wr_id);
-			cqe.opcode = vrdma_wc_opcode(READ_ONCE(w->opcode));
+		qp->req.head++;
+		if (swqe->kind != VRDMA_SWQE_USER) {
+			vrdma_tm_swqe_done(qp, swqe, IB_WC_WR_FLUSH_ERR);
+			continue;
 		}
 		vrdma_queue_consume(q, 1);
 		vrdma_cq_post(qp->scq, &cqe, false);
 	}
-	qp->req.fetch = q->kidx;
-	qp->req.cur = q->kidx;
+	/* Still only in the ring. */
+	while (q->kidx != prod) {
+		struct vrdma_send_wqe *w = vrdma_queue_slot(q, q->kidx);
+		struct vrdma_cqe cqe = {
+			.wr_id = READ_ONCE(w->wr_id),
+			.status = IB_WC_WR_FLUSH_ERR,
+			.opcode = vrdma_wc_opcode(READ_ONCE(w->opcode)),
+			.qp_num = qp->ibqp.qp_num,
+		};
+
+		vrdma_queue_consume(q, 1);
+		vrdma_cq_post(qp->scq, &cqe, false);
+	}
+	qp->req.ring_fetch = q->kidx;
+	qp->req.fetch = qp->req.head;
+	qp->req.cur = qp->req.head;
 	qp->req.offset = 0;
 	qp->req.rd_atomic = 0;
 }

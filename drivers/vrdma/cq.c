@@ -32,9 +32,10 @@ static struct vrdma_ucontext *vrdma_cq_ucontext(struct ib_udata *udata)
  * vrdma_create_cq() - create a CQ with room for at least attr->cqe CQEs
  * @ibcq: ib_core's CQ, embedded in ours
  * @attr: size and flags
- * @attrs: holds the udata (compat.h): the request, struct vrdma_uverbs_req
- *	(vrdma_udata_check()); the response carries struct
- *	vrdma_create_cq_resp
+ * @attrs: holds the udata (compat.h): the request, struct
+ *	vrdma_create_cq_req (vrdma_udata_req()), whose cqe_size chooses the
+ *	entry: a CQE, or a CQE and its tag-matching part; the response
+ *	carries struct vrdma_create_cq_resp
  *
  * Return: 0, -EINVAL for a bad size, -EOPNOTSUPP for flags, -ENOMEM past
  * max_cq.
@@ -46,13 +47,23 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	struct vrdma_dev *vdev = to_vdev(ibcq->device);
 	struct vrdma_cq *cq = to_vcq(ibcq);
 	struct vrdma_create_cq_resp resp = {};
+	struct vrdma_create_cq_req req;
+	u32 n, cqe_size = sizeof(struct vrdma_cqe);
 	struct vrdma_ucontext *uc;
-	u32 n;
 	int ret;
 
-	ret = vrdma_udata_check(ibcq->device, udata, __func__);
+	ret = vrdma_udata_req(ibcq->device, udata, __func__, &req.hdr,
+			      sizeof(req), VRDMA_CREATE_CQ_CQE_SIZE);
 	if (ret)
 		return ret;
+	if (req.hdr.comp_mask & VRDMA_CREATE_CQ_CQE_SIZE) {
+		cqe_size = req.cqe_size;
+		if (cqe_size != sizeof(struct vrdma_cqe) &&
+		    cqe_size != VRDMA_CQE_TM_SIZE)
+			return -EINVAL;
+	} else if (req.cqe_size) {
+		return -EINVAL;
+	}
 	if (attr->flags)
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > vdev->attr.max_cqe)
@@ -66,8 +77,7 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	}
 
 	n = vrdma_cq_entries(attr->cqe);
-	ret = vrdma_queue_init(&cq->queue, uc, n, sizeof(struct vrdma_cqe),
-			       &resp.cq);
+	ret = vrdma_queue_init(&cq->queue, uc, n, cqe_size, &resp.cq);
 	if (ret)
 		goto err_count;
 	spin_lock_init(&cq->lock);
@@ -139,7 +149,7 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		return -EINVAL;
 	uc = vrdma_cq_ucontext(udata);
 	ret = vrdma_queue_init(&nq, uc, vrdma_cq_entries(cqe),
-			       sizeof(struct vrdma_cqe), &resp.cq);
+			       cq->queue.entry_size, &resp.cq);
 	if (ret)
 		return ret;
 
@@ -205,6 +215,24 @@ int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 int vrdma_cq_post(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
 		  bool solicited)
 {
+	return vrdma_cq_post_tm(cq, cqe, NULL, solicited);
+}
+
+/**
+ * vrdma_cq_post_tm() - write a completion with its tag-matching part
+ * @cq: the CQ
+ * @cqe: the completion; copied
+ * @tm: its tag and TMH app_ctx, or NULL for zeros; written only into a CQ
+ *	of VRDMA_CQE_TM_SIZE entries (IBV_WC_EX_WITH_TM_INFO), the others
+ *	have no room and their owner no way to read it
+ * @solicited: as vrdma_cq_post()
+ *
+ * Context and return: as vrdma_cq_post().
+ */
+int vrdma_cq_post_tm(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
+		     const struct vrdma_cqe_tm *tm, bool solicited)
+{
+	static const struct vrdma_cqe_tm no_tm;
 	struct ib_cq *ibcq = &cq->ibcq;
 	bool notify = false, overflow = false;
 	unsigned long flags;
@@ -218,8 +246,12 @@ int vrdma_cq_post(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
 		cq->overflowed = true;
 		overflow = true;
 	} else {
-		memcpy(vrdma_queue_slot(&cq->queue, cq->queue.kidx), cqe,
-		       sizeof(*cqe));
+		void *slot = vrdma_queue_slot(&cq->queue, cq->queue.kidx);
+
+		memcpy(slot, cqe, sizeof(*cqe));
+		if (cq->queue.entry_size >= VRDMA_CQE_TM_SIZE)
+			memcpy(slot + sizeof(*cqe), tm ? tm : &no_tm,
+			       sizeof(*tm));
 		vrdma_queue_produce(&cq->queue);
 		trace_vrdma_cqe(cq, cqe);
 		if (cq->notify == IB_CQ_NEXT_COMP ||

@@ -99,9 +99,9 @@ static int vrdma_qp_show(struct seq_file *s, void *unused)
 		   qp->req.fetch, qp->req.cur, qp->req.psn, qp->req.una,
 		   qp->req.rd_atomic, qp->req.retry, qp->req.rnr_wait,
 		   qp->req.probe);
-	/* sq.kidx up to req.fetch: copied out of the ring, not completed. */
-	for (i = qp->sq.kidx; qp->swqe && i != qp->req.fetch; i++) {
-		struct vrdma_swqe *swqe = &qp->swqe[i & qp->sq.mask];
+	/* req.head up to req.fetch: copied out of the ring, not completed. */
+	for (i = qp->req.head; qp->swqe && i != qp->req.fetch; i++) {
+		struct vrdma_swqe *swqe = vrdma_swqe_at(qp, i);
 
 		seq_printf(s, "  sq[%u] wr_id 0x%llx opcode %u length %u %s psn %u..%u status %u\n",
 			   i, swqe->wqe->wr_id, swqe->wqe->opcode,

@@ -94,6 +94,12 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	attr->max_srq = VRDMA_MAX_SRQ;
 	attr->max_srq_wr = VRDMA_MAX_SRQ_WR;
 	attr->max_srq_sge = VRDMA_MAX_SGE;
+	/* Tag matching in software, by the responder (tm.c). */
+	attr->tm_caps.flags = IB_TM_CAP_RNDV_RC;
+	attr->tm_caps.max_num_tags = VRDMA_TM_MAX_TAGS;
+	attr->tm_caps.max_ops = VRDMA_TM_MAX_OPS;
+	attr->tm_caps.max_sge = VRDMA_TM_MAX_SGE;
+	attr->tm_caps.max_rndv_hdr_size = VRDMA_TM_MAX_RNDV_HDR;
 	attr->max_fast_reg_page_list_len = VRDMA_MAX_FAST_REG_PAGES;
 	/* Kernel pages mapped into the process (dm.c). */
 	attr->max_dm_size = VRDMA_MAX_DM_SIZE;

@@ -283,6 +283,7 @@ ADD_UVERBS_METHODS(vrdma_ib_dm, UVERBS_OBJECT_DM,
 /* The driver's methods, merged into the device's uverbs API. */
 static const struct uapi_definition vrdma_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_DM, &vrdma_ib_dm),
+	UAPI_DEF_CHAIN(vrdma_tm_uapi_defs),
 	{}
 };
 

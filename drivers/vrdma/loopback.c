@@ -576,6 +576,9 @@ static bool vrdma_loopback_ready(struct vrdma_qp *qp, struct vrdma_qp *dqp)
 	if (vrdma_pd_has_odp(qp->pd) || vrdma_pd_has_odp(dqp->pd) ||
 	    (dqp->srq && vrdma_pd_has_odp(to_vpd(dqp->srq->ibsrq.pd))))
 		return false;
+	/* The responder matches tag-matching SENDs packet by packet (tm.c). */
+	if (vrdma_srq_is_tm(dqp->srq))
+		return false;
 	if (dqp->state != IB_QPS_RTR && dqp->state != IB_QPS_RTS &&
 	    dqp->state != IB_QPS_SQD)
 		return false;
@@ -605,9 +608,11 @@ int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 
 	vrdma_qp_assert_locked(qp);
 
+	/* The kernel's own send work (tm.c) goes as packets. */
 	if (!READ_ONCE(local_direct) || qp->ibqp.qp_type != IB_QPT_RC ||
+	    swqe->kind != VRDMA_SWQE_USER ||
 	    swqe->state != VRDMA_SWQE_NEW || qp->req.offset ||
-	    vrdma_req_outstanding(qp) || qp->sq.kidx != qp->req.cur)
+	    vrdma_req_outstanding(qp) || qp->req.head != qp->req.cur)
 		return 0;
 	ldev = vrdma_local_dev(qp->vdev, &qp->av);
 	if (!ldev)

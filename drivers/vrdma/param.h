@@ -41,6 +41,17 @@
 #define VRDMA_MAX_WQ		4096
 #define VRDMA_MAX_RWQ_IND_TBL	256
 #define VRDMA_MAX_RWQ_IND_TBL_LOG 10
+/*
+ * Tag matching (tm.c): the tagged buffers of a tag-matching SRQ, searched
+ * in order for every tag-matching SEND; the operations one
+ * ibv_post_srq_ops() may carry; the longest rendezvous request (TMH, RVH
+ * and the sender's own data); the rendezvous a QP may have in flight, each
+ * an RDMA READ and a FIN of its own send work.
+ */
+#define VRDMA_TM_MAX_TAGS	256
+#define VRDMA_TM_MAX_OPS	256
+#define VRDMA_TM_MAX_RNDV_HDR	64
+#define VRDMA_TM_MAX_RNDV	8
 #define VRDMA_MAX_MR_SIZE	BIT_ULL(40)
 #define VRDMA_MAX_FAST_REG_PAGES 512
 #define VRDMA_MAX_PKEYS		1

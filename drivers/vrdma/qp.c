@@ -182,6 +182,19 @@ static int vrdma_qp_alloc_queues(struct vrdma_qp *qp, struct ib_qp_cap *cap,
 	cap->max_send_sge = qp->max_send_sge;
 	cap->max_inline_data = qp->max_inline;
 
+	/*
+	 * A QP of a tag-matching SRQ sends rendezvous READs and FINs of its
+	 * own (tm.c), beside the SQ's WQEs, whose FIN carries its headers
+	 * inline.
+	 */
+	if (vrdma_srq_is_tm(qp->srq)) {
+		n = roundup_pow_of_two(n + 2 * VRDMA_TM_MAX_RNDV);
+		stride = max_t(u32, stride, VRDMA_SEND_WQE_HDR_SIZE +
+			       max(VRDMA_TM_MAX_SGE * sizeof(struct vrdma_sge),
+				   sizeof(struct vrdma_tmh) +
+				   sizeof(struct vrdma_rvh)));
+	}
+	qp->swqe_mask = n - 1;
 	qp->swqe = kvcalloc(n, sizeof(*qp->swqe), gfp);
 	/*
 	 * kmalloc while small: every vmalloc'ed area freed adds to the lazy
@@ -241,6 +254,8 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
 	u32 res_num = qp->resp.res_num;
 
 	/* Posted WQEs are discarded without completions. */
+	if (vrdma_srq_is_tm(qp->srq))
+		vrdma_tm_qp_reset(qp);
 	vrdma_queue_reset(&qp->sq);
 	WRITE_ONCE(qp->sq.ring->no_doorbell, 0);
 	if (!qp->srq)
@@ -252,7 +267,9 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
 	qp->resp.res_num = res_num;
 	vrdma_resp_res_reset(qp);
 	qp->resp.opcode = VRDMA_NO_OPCODE;	/* no message in progress */
+	qp->req.head = qp->sq.kidx;
 	qp->req.fetch = qp->sq.kidx;
+	qp->req.ring_fetch = qp->sq.kidx;
 	qp->req.cur = qp->sq.kidx;
 	qp->rwqe.valid = false;
 	del_timer(&qp->rnr_timer);
@@ -319,6 +336,10 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 	ret = -EINVAL;
 	if (init->qp_type == IB_QPT_GSI && init->port_num != VRDMA_PORT)
+		goto err_rss;
+	/* Tag matching is defined for RC only (tm.c). */
+	if (init->srq && vrdma_srq_is_tm(to_vsrq(init->srq)) &&
+	    init->qp_type != IB_QPT_RC)
 		goto err_rss;
 	if (init->qp_type == IB_QPT_XRC_TGT) {
 		if (!init->xrcd)
@@ -529,10 +550,10 @@ static u32 vrdma_qp_mtu(struct vrdma_qp *qp, enum ib_mtu path_mtu)
  */
 static bool vrdma_qp_sq_busy(struct vrdma_qp *qp)
 {
-	if (qp->sq.kidx != qp->req.cur)
+	if (qp->req.head != qp->req.cur)
 		return true;
 	return qp->req.cur != qp->req.fetch &&
-	       qp->swqe[qp->req.cur & qp->sq.mask].state != VRDMA_SWQE_NEW;
+	       vrdma_swqe_at(qp, qp->req.cur)->state != VRDMA_SWQE_NEW;
 }
 
 /**
@@ -654,7 +675,7 @@ int vrdma_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->qp_state = qp->state;
 	attr->cur_qp_state = qp->state;
 	attr->sq_draining = qp->state == IB_QPS_SQD &&
-			    qp->req.cur != qp->sq.kidx;
+			    qp->req.cur != qp->req.head;
 	attr->cap.max_send_wr = qp->sq.num_entries;
 	attr->cap.max_send_sge = qp->max_send_sge;
 	attr->cap.max_inline_data = qp->max_inline;
@@ -716,6 +737,9 @@ int vrdma_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	wait_for_completion(&qp->done);
 	vrdma_sched_qp_stop(qp);
 	vrdma_txq_destroy(qp->txq);
+	/* Tagged buffers it matched and did not complete are free again. */
+	if (vrdma_srq_is_tm(qp->srq))
+		vrdma_tm_qp_reset(qp);
 	if (qp->xrcd)
 		vrdma_xrc_tgt_del(qp);
 

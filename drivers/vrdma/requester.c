@@ -176,24 +176,27 @@ static bool vrdma_fetch_swqes(struct vrdma_qp *qp)
 	u32 prod = smp_load_acquire(&q->ring->prod);
 
 	if (prod - q->kidx > q->num_entries ||
-	    prod - q->kidx < qp->req.fetch - q->kidx) {
+	    prod - q->kidx < qp->req.ring_fetch - q->kidx) {
 		vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
 		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
 		return false;
 	}
-	while (qp->req.fetch != prod) {
-		struct vrdma_swqe *swqe = &qp->swqe[qp->req.fetch & q->mask];
+	while (qp->req.ring_fetch != prod) {
+		struct vrdma_swqe *swqe = vrdma_swqe_at(qp, qp->req.fetch);
 
-		memcpy(swqe->wqe, vrdma_queue_slot(q, qp->req.fetch),
+		memcpy(swqe->wqe, vrdma_queue_slot(q, qp->req.ring_fetch),
 		       q->entry_size);
+		swqe->kind = VRDMA_SWQE_USER;
+		swqe->pd = NULL;
 		swqe->state = VRDMA_SWQE_NEW;
 		swqe->rd_atomic = false;
 		swqe->read_done = 0;
 		swqe->status = vrdma_check_swqe(qp, swqe);
-		trace_vrdma_sq_wqe(qp, qp->req.fetch, swqe);
+		trace_vrdma_sq_wqe(qp, qp->req.ring_fetch, swqe);
 		if (swqe->status != IB_WC_SUCCESS)
 			vrdma_count(qp->vdev, VRDMA_CNT_BAD_WQE);
 		qp->req.fetch++;
+		qp->req.ring_fetch++;
 	}
 	return true;
 }
@@ -518,8 +521,8 @@ static bool vrdma_reads_pending(struct vrdma_qp *qp, u32 idx)
 {
 	u32 i;
 
-	for (i = qp->sq.kidx; i != idx; i++)
-		if (vrdma_wqe_rd_atomic(qp->swqe[i & qp->sq.mask].wqe))
+	for (i = qp->req.head; i != idx; i++)
+		if (vrdma_wqe_rd_atomic(vrdma_swqe_at(qp, i)->wqe))
 			return true;
 	return false;
 }
@@ -562,14 +565,14 @@ static bool vrdma_exec_local(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 		swqe->state = VRDMA_SWQE_SENT;
 	}
 	if (swqe->status != IB_WC_SUCCESS) {
-		if (qp->sq.kidx != idx)
+		if (qp->req.head != idx)
 			return false;
 		qp->req.cur++;
 		vrdma_complete_swqe(qp, swqe, swqe->status);
 		return false;
 	}
 	qp->req.cur++;
-	if (qp->sq.kidx == idx)
+	if (qp->req.head == idx)
 		vrdma_complete_swqe(qp, swqe, IB_WC_SUCCESS);
 	return true;
 }
@@ -608,7 +611,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 	}
 
 	while (qp->req.cur != qp->req.fetch && !qp->req.rnr_wait) {
-		struct vrdma_swqe *swqe = &qp->swqe[qp->req.cur & qp->sq.mask];
+		struct vrdma_swqe *swqe = vrdma_swqe_at(qp, qp->req.cur);
 
 		if (swqe->state == VRDMA_SWQE_NEW) {
 			/* SQD: finish messages begun, start no new one. */
@@ -616,7 +619,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 				break;
 			/* A bad WQE completes in order, after the others. */
 			if (swqe->status != IB_WC_SUCCESS) {
-				if (qp->sq.kidx != qp->req.cur)
+				if (qp->req.head != qp->req.cur)
 					break;
 				qp->req.cur++;
 				vrdma_complete_swqe(qp, swqe, swqe->status);
@@ -677,7 +680,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 			qp->req.una = qp->req.psn;
 		if (swqe->status != IB_WC_SUCCESS) {
 			/* Failed midway: complete it once it is the oldest. */
-			if (qp->sq.kidx != qp->req.cur)
+			if (qp->req.head != qp->req.cur)
 				break;
 			qp->req.cur++;
 			qp->req.offset = 0;
@@ -689,7 +692,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 	}
 
 	if (qp->state == IB_QPS_SQD && qp->req.sqd_event &&
-	    qp->sq.kidx == qp->req.cur) {
+	    qp->req.head == qp->req.cur) {
 		struct ib_event ev = {
 			.device = qp->ibqp.device,
 			.element.qp = &qp->ibqp,
@@ -714,7 +717,7 @@ static void vrdma_send_wqes(struct vrdma_qp *qp, bool bh)
 static bool vrdma_req_answer_due(struct vrdma_qp *qp)
 {
 	return vrdma_qp_is_rc(qp) &&
-	       qp->req.cur - qp->sq.kidx >= VRDMA_QUIET_DEPTH &&
+	       qp->req.cur - qp->req.head >= VRDMA_QUIET_DEPTH &&
 	       timer_pending(&qp->retrans_timer);
 }
 
@@ -738,7 +741,7 @@ static void vrdma_req_doorbell_state(struct vrdma_qp *qp)
 		return;
 	}
 	vrdma_sq_want_doorbell(qp);
-	if (READ_ONCE(ring->prod) != qp->req.fetch)
+	if (READ_ONCE(ring->prod) != qp->req.ring_fetch)
 		vrdma_qp_continue(qp);	/* posted meanwhile, maybe unrung */
 }
 

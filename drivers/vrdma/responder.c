@@ -305,11 +305,15 @@ static void vrdma_resp_refuse(struct vrdma_qp *qp, u32 psn, u8 nak,
 		vrdma_resp_fatal(qp, psn, nak, event);
 }
 
-/* Write the receive CQE of the current receive WQE and release it. */
+/*
+ * Write the receive CQE of the current receive WQE and release it; a
+ * tag-matching SRQ's completes as tm.c says.
+ */
 static void vrdma_complete_rwqe(struct vrdma_qp *qp, struct sk_buff *skb,
 				u8 status, u32 byte_len)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+	int ret;
 	struct vrdma_cqe cqe = {
 		.wr_id = qp->rwqe.wqe->wr_id,
 		.status = status,
@@ -333,7 +337,11 @@ static void vrdma_complete_rwqe(struct vrdma_qp *qp, struct sk_buff *skb,
 		cqe.wc_flags |= VRDMA_WC_WITH_INV;
 	}
 	qp->rwqe.valid = false;
-	if (vrdma_cq_post(qp->rcq, &cqe, pkt->se))
+	if (qp->rwqe.tm)
+		ret = vrdma_tm_complete(qp, &cqe, pkt->se);
+	else
+		ret = vrdma_cq_post(qp->rcq, &cqe, pkt->se);
+	if (ret)
 		vrdma_qp_error(qp, IB_EVENT_QP_FATAL);
 }
 
@@ -369,28 +377,34 @@ static bool vrdma_length_ok(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
  * message must still be acknowledged, and then the QP put in error: the
  * rkey of a SEND with invalidate was not one this QP may invalidate (IBA
  * class J: the data was placed, the receive WQE completes with an error).
+ * A tagged buffer takes no TMH, and a rendezvous request handled at its
+ * match nothing at all (rwqe.tm_skip).
  */
 static bool vrdma_exec_send(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
 	struct vrdma_rwqe *rw = &qp->rwqe;
+	u32 skip = min(rw->tm_skip, pkt->paylen);
+	u32 len = pkt->paylen - skip;
 	int ret;
 
-	if (pkt->paylen > rw->length - rw->offset) {
+	if (rw->tm != VRDMA_TM_DISCARD)
+		rw->tm_skip = 0;
+	if (len > rw->length - rw->offset) {
 		/* Receive buffer too small. */
 		vrdma_complete_rwqe(qp, skb, IB_WC_LOC_LEN_ERR, 0);
 		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ, 0);
 		return true;
 	}
-	ret = vrdma_sgl_copy_from_skb(qp->vdev, rw->pd, rw->wqe->sge,
-				      rw->wqe->num_sge, rw->offset, skb,
-				      pkt->hdr_len, pkt->paylen);
+	ret = len ? vrdma_sgl_copy_from_skb(qp->vdev, rw->pd, rw->wqe->sge,
+					    rw->wqe->num_sge, rw->offset, skb,
+					    pkt->hdr_len + skip, len) : 0;
 	if (ret) {
 		vrdma_complete_rwqe(qp, skb, IB_WC_LOC_PROT_ERR, 0);
 		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_REM_OP_ERR, 0);
 		return true;
 	}
-	rw->offset += pkt->paylen;
+	rw->offset += len;
 	if (!(pkt->mask & VRDMA_OPF_LAST))
 		return true;
 	if (pkt->mask & VRDMA_OPF_IETH) {
@@ -1093,12 +1107,17 @@ static bool vrdma_rc_allowed(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
  * WQE has put this QP in error: the request fails.  False if the request
  * cannot go on.
  */
-static bool vrdma_rc_have_rwqe(struct vrdma_qp *qp, struct vrdma_pkt *pkt)
+static bool vrdma_rc_have_rwqe(struct vrdma_qp *qp, struct sk_buff *skb)
 {
+	struct vrdma_pkt *pkt = vrdma_pkt(skb);
+
 	if (!((pkt->mask & VRDMA_OPF_SEND) && (pkt->mask & VRDMA_OPF_FIRST)) &&
 	    !((pkt->mask & VRDMA_OPF_WRITE) && (pkt->mask & VRDMA_OPF_IMMDT)))
 		return true;
-	if (qp->rwqe.valid || vrdma_take_rwqe(qp))
+	if (qp->rwqe.valid)
+		return true;
+	if (vrdma_srq_is_tm(qp->srq) && (pkt->mask & VRDMA_OPF_SEND) ?
+	    vrdma_tm_take(qp, skb) : vrdma_take_rwqe(qp))
 		return true;
 	if (qp->state == IB_QPS_ERR) {
 		vrdma_send_ack(qp, pkt->psn,
@@ -1229,7 +1248,7 @@ void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb)
 	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT && !vrdma_xrc_request(qp, skb))
 		goto out;
 	if (!vrdma_rc_expected(qp, skb) || !vrdma_rc_allowed(qp, pkt) ||
-	    !vrdma_rc_have_rwqe(qp, pkt))
+	    !vrdma_rc_have_rwqe(qp, skb))
 		goto out;
 
 	if (pkt->mask & VRDMA_OPF_SEND)

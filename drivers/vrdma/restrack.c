@@ -113,7 +113,7 @@ static int vrdma_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
 		return 0;
 	}
 	v[n++] = (struct vrdma_res_u32){ "sq_pi", vrdma_res_prod(&qp->sq) };
-	v[n++] = (struct vrdma_res_u32){ "sq_fetch", qp->req.fetch };
+	v[n++] = (struct vrdma_res_u32){ "sq_fetch", qp->req.ring_fetch };
 	v[n++] = (struct vrdma_res_u32){ "sq_ci", qp->sq.kidx };
 	v[n++] = (struct vrdma_res_u32){ "sq_size", qp->sq.num_entries };
 	if (!qp->srq) {

@@ -86,6 +86,8 @@ bool vrdma_take_rwqe(struct vrdma_qp *qp)
 	rw->length = min_t(u64, total, U32_MAX);
 	rw->offset = 0;
 	rw->valid = true;
+	rw->tm = VRDMA_TM_NONE;
+	rw->tm_skip = 0;
 	trace_vrdma_rq_wqe(qp);
 	return true;
 }
@@ -112,7 +114,10 @@ void vrdma_flush_rq(struct vrdma_qp *qp)
 	if (qp->rwqe.valid) {
 		cqe.wr_id = qp->rwqe.wqe->wr_id;
 		qp->rwqe.valid = false;
-		vrdma_cq_post(qp->rcq, &cqe, false);
+		if (qp->rwqe.tm)
+			vrdma_tm_complete(qp, &cqe, false);
+		else
+			vrdma_cq_post(qp->rcq, &cqe, false);
 	}
 	if (qp->srq)
 		return;

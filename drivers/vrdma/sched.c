@@ -81,6 +81,9 @@
  *     WQs, which other QPs' tables may hold too; modify_wq alone)
  *   a peer QP's mutex and bit: only by trylock, so two QPs sending to
  *     each other never wait for each other
+ *   a tag-matching SRQ's lock (tm.c; BH-safe: completers in the tasklet
+ *     complete rendezvous), held while a match takes an SRQ's WQE and
+ *     writes its completion, so it nests an SRQ's lock and a CQ's
  *   leaf locks, held briefly and never nested: a CQ's lock (irq-safe), an
  *   SRQ's lock (process context only), the MW table's xa_lock (BH-safe),
  *   a multicast group's list lock (BH-safe), the AH and QP tables'

@@ -54,12 +54,13 @@ static void vrdma_srq_event(struct vrdma_srq *srq, enum ib_event_type type)
  * @init: type and size; attr.max_wr and attr.max_sge are updated to what
  *	was granted; attr.srq_limit is ignored (the SRQ starts disarmed); an
  *	XRC SRQ's XRCD and CQ (ib_core has set them in @ibsrq too)
- * @udata: the request, struct vrdma_uverbs_req (vrdma_udata_check()); the
- *	response carries struct vrdma_create_srq_resp; NULL for a
- *	kernel consumer
+ * @udata: the request, struct vrdma_create_srq_req (vrdma_udata_req()),
+ *	whose max_ops a tag-matching SRQ needs; the response carries struct
+ *	vrdma_create_srq_resp; NULL for a kernel consumer
  *
- * Return: 0, -EOPNOTSUPP for tag-matching SRQs, -EINVAL for sizes beyond
- * the device's and an XRC SRQ without XRCD or CQ, -ENOMEM past max_srq.
+ * Return: 0, -EOPNOTSUPP for a kernel consumer's tag-matching SRQ (no
+ * kernel verb posts its operations), -EINVAL for sizes beyond the device's
+ * and an XRC SRQ without XRCD or CQ, -ENOMEM past max_srq.
  */
 int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
@@ -68,15 +69,24 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct vrdma_srq *srq = to_vsrq(ibsrq);
 	struct vrdma_create_srq_resp resp = {};
 	struct ib_srq_attr *attr = &init->attr;
+	struct vrdma_create_srq_req req;
 	struct vrdma_ucontext *uc;
 	u32 n, stride;
+	bool tm;
 	int ret;
 
-	ret = vrdma_udata_check(ibsrq->device, udata, __func__);
+	ret = vrdma_udata_req(ibsrq->device, udata, __func__, &req.hdr,
+			      sizeof(req), VRDMA_CREATE_SRQ_TM);
 	if (ret)
 		return ret;
-	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC)
+	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC &&
+	    (init->srq_type != IB_SRQT_TM || !udata))
 		return -EOPNOTSUPP;
+	/* max_ops for a tag-matching SRQ, and for no other. */
+	tm = init->srq_type == IB_SRQT_TM;
+	if (tm != !!(req.hdr.comp_mask & VRDMA_CREATE_SRQ_TM) ||
+	    (!tm && req.max_ops))
+		return -EINVAL;
 	if (init->srq_type == IB_SRQT_XRC &&
 	    (!init->ext.xrc.xrcd || !init->ext.cq))
 		return -EINVAL;
@@ -113,6 +123,12 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	attr->srq_limit = 0;
 
 	srq->srqn = 0;
+	srq->tm = NULL;
+	if (init->srq_type == IB_SRQT_TM) {
+		ret = vrdma_tm_srq_create(srq, init, req.max_ops);
+		if (ret)
+			goto err_queue;
+	}
 	if (init->srq_type == IB_SRQT_XRC) {
 		ret = vrdma_xrc_srq_add(vdev, srq);
 		if (ret)
@@ -129,6 +145,7 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 err_xrc:
 	if (srq->srqn)
 		vrdma_xrc_srq_del(srq);
+	vrdma_tm_srq_destroy(srq);
 	goto err_count;
 err_queue:
 	vrdma_queue_destroy(&srq->queue);
@@ -289,6 +306,7 @@ int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 
 	if (srq->srqn)
 		vrdma_xrc_srq_del(srq);
+	vrdma_tm_srq_destroy(srq);
 	vrdma_queue_destroy(&srq->queue);
 	atomic_dec(&to_vdev(ibsrq->device)->num_srq);
 	return 0;

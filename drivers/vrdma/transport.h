@@ -34,7 +34,12 @@ static inline u32 vrdma_psn_add(u32 psn, u32 n)
 /**
  * struct vrdma_swqe - the kernel's copy of a send WQE, and its progress
  * @wqe: header (and SGEs or inline data, up to the SQ stride), copied out
- *	of the ring and checked; never read from the ring again
+ *	of the ring and checked; never read from the ring again; or written
+ *	by the kernel for its own send work
+ * @kind: enum vrdma_swqe_kind
+ * @tm_handle: VRDMA_SWQE_TM_READ: the tagged buffer it reads into
+ * @pd: the PD of its lkeys when not the QP's (a tagged buffer's: the
+ *	SRQ's), else NULL
  * @state: enum vrdma_swqe_state
  * @status: IB_WC_* completion status, once known
  * @length: total bytes of the message
@@ -47,6 +52,9 @@ static inline u32 vrdma_psn_add(u32 psn, u32 n)
  */
 struct vrdma_swqe {
 	struct vrdma_send_wqe *wqe;
+	u8 kind;
+	u32 tm_handle;
+	struct vrdma_pd *pd;
 	u8 state;
 	u8 status;
 	bool rd_atomic;
@@ -57,11 +65,32 @@ struct vrdma_swqe {
 	u32 read_start;
 };
 
+/*
+ * Whose send work a WQE is.  The QP's send sequence (qp->swqe, indexed by
+ * req.head, req.cur, req.fetch) holds the WQEs copied out of the SQ ring
+ * in their order, and between them the kernel's own: a tag-matching
+ * QP's rendezvous READs and FINs (tm.c), which the process never posted,
+ * take no slot of the ring and complete without a CQE of the SQ.
+ */
+enum vrdma_swqe_kind {
+	VRDMA_SWQE_USER,	/* from the SQ ring (or a kernel post_send) */
+	VRDMA_SWQE_TM_READ,	/* a rendezvous: the data into a tagged buffer */
+	VRDMA_SWQE_TM_FIN,	/* then the FIN to the sender */
+};
+
 enum vrdma_swqe_state {
 	VRDMA_SWQE_NEW,		/* copied, checked, not yet sent */
 	VRDMA_SWQE_SENDING,	/* some packets sent */
 	VRDMA_SWQE_SENT,	/* all packets sent, waiting for ACK/response */
 	VRDMA_SWQE_DONE,	/* completed; CQE written if signaled */
+};
+
+/* What the receive WQE in use is on a QP of a tag-matching SRQ (tm.c). */
+enum vrdma_tm_kind {
+	VRDMA_TM_NONE,		/* no tag-matching SRQ */
+	VRDMA_TM_PLAIN,		/* a WQE of the SRQ's ring: unexpected, NO_TAG */
+	VRDMA_TM_EAGER,		/* a tagged buffer the message matched */
+	VRDMA_TM_DISCARD,	/* a rendezvous request, handled at its match */
 };
 
 /**
@@ -73,6 +102,15 @@ enum vrdma_swqe_state {
  * @length: total bytes its SGEs can take
  * @offset: bytes placed so far
  * @valid: a WQE has been taken for the current message
+ * @tm: enum vrdma_tm_kind
+ * @tm_opcode: its completion's opcode (VRDMA_WC_TM_RECV, _NO_TAG)
+ * @tm_split: VRDMA_TM_EAGER: the match was completed at the first packet,
+ *	the data is completed apart
+ * @tm_skip: bytes at the start of the next packet's payload not placed
+ *	(the TMH of a matched message; all of it for VRDMA_TM_DISCARD)
+ * @tm_handle: VRDMA_TM_EAGER: the tagged buffer's handle
+ * @tm_tag: VRDMA_TM_EAGER: the message's tag, for its completion
+ * @tm_priv: VRDMA_TM_EAGER: the TMH's app_ctx
  */
 struct vrdma_rwqe {
 	struct vrdma_recv_wqe *wqe;
@@ -80,12 +118,22 @@ struct vrdma_rwqe {
 	u32 length;
 	u32 offset;
 	bool valid;
+	u8 tm;
+	u8 tm_opcode;
+	bool tm_split;
+	u32 tm_skip;
+	u32 tm_handle;
+	u64 tm_tag;
+	u32 tm_priv;
 };
 
 /**
  * struct vrdma_req - requester (and completer) state of a QP
- * @fetch: next SQ index to copy out of the ring
- * @cur: SQ index of the WQE being sent
+ * @head: send sequence index of the oldest WQE not completed
+ * @fetch: send sequence index the next WQE copied out of the ring (or
+ *	made by the kernel) takes
+ * @ring_fetch: next SQ ring index to copy out of the ring
+ * @cur: send sequence index of the WQE being sent
  * @offset: bytes of @cur already sent
  * @psn: PSN of the next request packet
  * @max_psn: the PSN after the last request packet ever sent: @psn is behind
@@ -108,12 +156,17 @@ struct vrdma_rwqe {
  * @bh_more: the tasklet's requester run stopped at its budget with packets
  *	left to send; the tasklet's next run goes on (vrdma_qp_bh())
  *
- * SQ indices between sq.kidx (oldest not completed) and @cur have all their
- * packets sent; @cur up to @fetch are copied and checked but not (fully)
- * sent.
+ * Send sequence indices between @head (oldest not completed) and @cur
+ * have all their packets sent; @cur up to @fetch are copied and checked
+ * but not (fully) sent.  The sequence is the SQ ring's WQEs in their
+ * order, and the kernel's own send work between them (enum
+ * vrdma_swqe_kind): without any, @head and @ring_fetch are the ring's
+ * sq.kidx and @fetch.
  */
 struct vrdma_req {
+	u32 head;
 	u32 fetch;
+	u32 ring_fetch;
 	u32 cur;
 	u32 offset;
 	u32 psn;

@@ -26,6 +26,8 @@
  *               and inline runs, timers; the lock order
  *   rq.c        receive WQEs: taken from the RQ or SRQ, flushed
  *   srq.c       shared receive queues: one receive ring for many QPs
+ *   tm.c        tag matching: tag-matching SRQs, their tagged buffers, and
+ *               the match of each tag-matching SEND
  *   xrc.c       XRC: domains, SRQ numbers, the target QP's SRQ per message
  *   ah.c        address handles: where a UD send goes
  *   mcast.c     UD multicast: groups of QPs, attach and detach
@@ -75,6 +77,7 @@
 #include <net/dst_cache.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_umem.h>
+#include <rdma/uverbs_ioctl.h>
 #include <rdma/vrdma-abi.h>
 
 #include "compat.h"
@@ -98,6 +101,15 @@ static_assert(sizeof(struct vrdma_modify_srq_req) == 16);
 static_assert(sizeof(struct vrdma_create_ah_resp) == 8);
 static_assert(sizeof(struct vrdma_create_qp_rss_req) == 64);
 static_assert(sizeof(struct vrdma_create_wq_resp) == 32);
+static_assert(sizeof(struct vrdma_tmh) == 16);
+static_assert(sizeof(struct vrdma_rvh) == 16);
+static_assert(sizeof(struct vrdma_srq_op) == 112);
+static_assert(sizeof(struct vrdma_srq_ops_resp) == 8);
+static_assert(sizeof(struct vrdma_create_srq_req) == 16);
+static_assert(sizeof(struct vrdma_create_cq_req) == 16);
+static_assert(sizeof(struct vrdma_cqe) + sizeof(struct vrdma_cqe_tm) ==
+	      VRDMA_CQE_TM_SIZE);
+static_assert(VRDMA_TM_MAX_SGE <= VRDMA_MAX_SGE);
 /* The GRH type reaches user space as the kernel's enum rdma_network_type. */
 static_assert(RDMA_NETWORK_IPV4 == (int)VRDMA_NETWORK_HDR_IPV4);
 static_assert(RDMA_NETWORK_IPV6 == (int)VRDMA_NETWORK_HDR_IPV6);
@@ -527,8 +539,12 @@ struct vrdma_ah {
  * @sq: the SQ ring (user space produces WQEs, the kernel consumes); sq.kidx
  *	is the oldest WQE not yet completed
  * @rq: the RQ ring (unused with an SRQ)
- * @swqe: per SQ slot, the kernel's copy and progress of the WQE
- * @swqe_buf: storage of the copied WQEs, sq.num_entries * sq.entry_size
+ * @swqe: the send sequence (struct vrdma_req): the kernel's copies of the
+ *	SQ's WQEs and its own send work, and their progress
+ * @swqe_buf: storage of their WQEs
+ * @swqe_mask: entries of @swqe - 1: the SQ's, and room for the kernel's
+ *	own send work on a QP of a tag-matching SRQ
+ * @tm_internal: the kernel's own send WQEs in the sequence (tm.c)
  * @rwqe: the receive WQE the responder is filling
  * @max_send_sge: granted SGEs per send WQE
  * @max_recv_sge: granted SGEs per receive WQE
@@ -581,6 +597,8 @@ struct vrdma_qp {
 	struct vrdma_queue rq;
 	struct vrdma_swqe *swqe;
 	void *swqe_buf;
+	u32 swqe_mask;
+	u32 tm_internal;
 	struct vrdma_rwqe rwqe;
 	u32 max_send_sge;
 	u32 max_recv_sge;
@@ -631,6 +649,8 @@ struct vrdma_qp {
  * @refs: an XRC SRQ: the number table's reference and one per lookup or
  *	XRC target QP using it (xrc.c)
  * @done: completed when @refs drops to 0
+ * @tm: a tag-matching SRQ's tagged buffers and matching state (tm.c),
+ *	else NULL
  */
 struct vrdma_srq {
 	struct ib_srq ibsrq;
@@ -643,7 +663,14 @@ struct vrdma_srq {
 	u32 srqn;
 	refcount_t refs;
 	struct completion done;
+	struct vrdma_tm *tm;
 };
+
+/* Is @srq (maybe NULL) a tag-matching SRQ? */
+static inline bool vrdma_srq_is_tm(const struct vrdma_srq *srq)
+{
+	return srq && srq->tm;
+}
 
 /**
  * struct vrdma_wq - a work queue (IB_WQT_RQ): a receive ring of its own
@@ -813,6 +840,12 @@ static inline bool vrdma_wqe_atomic(const struct vrdma_send_wqe *wqe)
 static inline struct vrdma_ah *to_vah(struct ib_ah *ibah)
 {
 	return container_of(ibah, struct vrdma_ah, ibah);
+}
+
+/* The send WQE at send sequence index @idx (struct vrdma_req). */
+static inline struct vrdma_swqe *vrdma_swqe_at(struct vrdma_qp *qp, u32 idx)
+{
+	return &qp->swqe[idx & qp->swqe_mask];
 }
 
 /* The requester sent up to req.psn: keep req.max_psn the highest. */
@@ -1044,6 +1077,8 @@ int vrdma_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int vrdma_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 int vrdma_cq_post(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
 		  bool solicited);
+int vrdma_cq_post_tm(struct vrdma_cq *cq, const struct vrdma_cqe *cqe,
+		     const struct vrdma_cqe_tm *tm, bool solicited);
 
 /* qp.c */
 int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -1122,6 +1157,18 @@ int vrdma_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 int vrdma_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int vrdma_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 int vrdma_srq_take(struct vrdma_srq *srq, struct vrdma_recv_wqe *wqe);
+
+/* tm.c */
+extern const struct uapi_definition vrdma_tm_uapi_defs[];
+int vrdma_tm_srq_create(struct vrdma_srq *srq, struct ib_srq_init_attr *init,
+			u32 max_ops);
+void vrdma_tm_srq_destroy(struct vrdma_srq *srq);
+bool vrdma_tm_take(struct vrdma_qp *qp, struct sk_buff *skb);
+int vrdma_tm_complete(struct vrdma_qp *qp, struct vrdma_cqe *cqe,
+		      bool solicited);
+void vrdma_tm_swqe_done(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
+			u8 status);
+void vrdma_tm_qp_reset(struct vrdma_qp *qp);
 
 /* xrc.c */
 int vrdma_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);

@@ -542,12 +542,200 @@ struct vrdma_create_wq_resp {
 };
 
 /*
+ * Tag matching (IBV_SRQT_TM)
+ * --------------------------
+ * A tag-matching SRQ holds, besides its receive ring, a list of tagged
+ * buffers kept by the kernel.  Its QPs' responders match every SEND that
+ * begins with a struct vrdma_tmh (the layout of rdma-core's struct
+ * ibv_tmh) against the list: a match lands in the tagged buffer without
+ * the header (eager) or is fetched by an RDMA READ the receiving QP issues
+ * itself (rendezvous: struct vrdma_rvh after the TMH), then a FIN message
+ * tells the sender; anything else lands whole in a WQE of the receive
+ * ring.  Completions go to the SRQ's CQ.
+ *
+ * The list is changed by the driver's method VRDMA_IB_METHOD_SRQ_OPS on
+ * UVERBS_OBJECT_SRQ (ibv_post_srq_ops), through RDMA_VERBS_IOCTL with
+ * driver_id RDMA_DRIVER_UNKNOWN:
+ *
+ *   VRDMA_IB_ATTR_SRQ_OPS_HANDLE   IDR in, the SRQ (mandatory)
+ *   VRDMA_IB_ATTR_SRQ_OPS_WRS      in: an array of struct vrdma_srq_op,
+ *                                  of which the SRQ's max_ops at most
+ *                                  are executed (the next: ENOMEM)
+ *   VRDMA_IB_ATTR_SRQ_OPS_HANDLES  out: a __u32 per op, the handle a
+ *                                  TAG_ADD got (0 for the others)
+ *   VRDMA_IB_ATTR_SRQ_OPS_RESP     out: struct vrdma_srq_ops_resp
+ *
+ * The ops are executed in order until one is refused: resp.done says how
+ * many were, resp.error why the next one was not (a positive errno).
+ */
+#define VRDMA_TM_MAX_SGE	4
+
+/* The headers a tag-matching SEND starts with, big endian on the wire. */
+enum vrdma_tmh_opcode {
+	VRDMA_TMH_NO_TAG	= 0,
+	VRDMA_TMH_RNDV		= 1,
+	VRDMA_TMH_FIN		= 2,
+	VRDMA_TMH_EAGER		= 3,
+};
+
+struct vrdma_tmh {
+	__u8 opcode;
+	__u8 reserved[3];
+	__be32 app_ctx;
+	__be64 tag;
+};
+
+struct vrdma_rvh {
+	__be64 va;
+	__be32 rkey;
+	__be32 len;
+};
+
+/* vrdma_srq_op.opcode and .flags: enum ibv_ops_wr_opcode, ibv_ops_flags */
+enum vrdma_srq_op_opcode {
+	VRDMA_SRQ_OP_TAG_ADD	= 0,
+	VRDMA_SRQ_OP_TAG_DEL	= 1,
+	VRDMA_SRQ_OP_TAG_SYNC	= 2,
+};
+
+enum vrdma_srq_op_flags {
+	VRDMA_SRQ_OP_SIGNALED	= 1 << 0,
+	VRDMA_SRQ_OP_TM_SYNC	= 1 << 1,
+};
+
+/**
+ * struct vrdma_srq_op - one operation on a tag-matching SRQ's list
+ * @wr_id: returned in the operation's completion
+ * @recv_wr_id: TAG_ADD: returned in the tagged buffer's completions
+ * @tag: TAG_ADD: a message matches if its tag & @mask == @tag & @mask
+ * @mask: TAG_ADD
+ * @opcode: enum vrdma_srq_op_opcode
+ * @flags: enum vrdma_srq_op_flags
+ * @num_sge: TAG_ADD: entries of @sge, at most VRDMA_TM_MAX_SGE
+ * @unexpected_cnt: with VRDMA_SRQ_OP_TM_SYNC, the unexpected messages the
+ *	process has handled: matching resumes when it is the kernel's count
+ * @handle: TAG_DEL: the handle TAG_ADD returned
+ * @reserved: must be zero
+ * @sge: TAG_ADD: the buffer, lkeys of the SRQ's PD with local write
+ */
+struct vrdma_srq_op {
+	__aligned_u64 wr_id;
+	__aligned_u64 recv_wr_id;
+	__aligned_u64 tag;
+	__aligned_u64 mask;
+	__u8 opcode;
+	__u8 flags;
+	__u16 num_sge;
+	__u32 unexpected_cnt;
+	__u32 handle;
+	__u32 reserved;
+	struct vrdma_sge sge[VRDMA_TM_MAX_SGE];
+};
+
+/**
+ * struct vrdma_srq_ops_resp - what VRDMA_IB_METHOD_SRQ_OPS did
+ * @done: operations executed, in order
+ * @error: 0 if all were, else the positive errno that refused the next
+ */
+struct vrdma_srq_ops_resp {
+	__u32 done;
+	__u32 error;
+};
+
+enum vrdma_ib_srq_methods {
+	VRDMA_IB_METHOD_SRQ_OPS = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum vrdma_ib_srq_ops_attrs {
+	VRDMA_IB_ATTR_SRQ_OPS_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	VRDMA_IB_ATTR_SRQ_OPS_WRS,
+	VRDMA_IB_ATTR_SRQ_OPS_HANDLES,
+	VRDMA_IB_ATTR_SRQ_OPS_RESP,
+};
+
+/* vrdma_create_srq_req.hdr.comp_mask bits */
+enum {
+	VRDMA_CREATE_SRQ_TM	= 1 << 0,	/* max_ops is set */
+};
+
+/**
+ * struct vrdma_create_srq_req - driver request of create_srq
+ * @hdr: VRDMA_CREATE_SRQ_TM announces @max_ops
+ * @max_ops: a tag-matching SRQ: operations one VRDMA_IB_METHOD_SRQ_OPS
+ *	call may carry, 1 to tm_caps.max_ops (uverbs has no field for it)
+ * @reserved: must be zero
+ */
+struct vrdma_create_srq_req {
+	struct vrdma_uverbs_req hdr;
+	__u32 max_ops;
+	__u32 reserved;
+};
+
+/*
+ * Completions of tag matching: the values of rdma-core's IBV_WC_TM_*
+ * opcodes, flags and statuses, which the kernel's uapi does not name.
+ */
+enum vrdma_wc_tm_opcode {
+	VRDMA_WC_TM_ADD		= 0x82,
+	VRDMA_WC_TM_DEL		= 0x83,
+	VRDMA_WC_TM_SYNC	= 0x84,
+	VRDMA_WC_TM_RECV	= 0x85,
+	VRDMA_WC_TM_NO_TAG	= 0x86,
+};
+
+enum vrdma_wc_tm_flags {
+	VRDMA_WC_TM_SYNC_REQ	= 1 << 4,
+	VRDMA_WC_TM_MATCH	= 1 << 5,
+	VRDMA_WC_TM_DATA_VALID	= 1 << 6,
+};
+
+enum vrdma_wc_tm_status {
+	VRDMA_WC_TM_ERR			= 22,
+	VRDMA_WC_TM_RNDV_INCOMPLETE	= 23,
+};
+
+/* vrdma_create_cq_req.hdr.comp_mask bits */
+enum {
+	VRDMA_CREATE_CQ_CQE_SIZE = 1 << 0,	/* cqe_size is set */
+};
+
+/**
+ * struct vrdma_create_cq_req - driver request of create_cq
+ * @hdr: VRDMA_CREATE_CQ_CQE_SIZE announces @cqe_size
+ * @cqe_size: sizeof(struct vrdma_cqe), or VRDMA_CQE_TM_SIZE for a CQ whose
+ *	entries carry struct vrdma_cqe_tm behind the CQE (IBV_WC_EX_WITH_TM_INFO)
+ * @reserved: must be zero
+ *
+ * Only CQs that ask for the larger entry pay for it.
+ */
+struct vrdma_create_cq_req {
+	struct vrdma_uverbs_req hdr;
+	__u32 cqe_size;
+	__u32 reserved;
+};
+
+#define VRDMA_CQE_TM_SIZE	64
+
+/**
+ * struct vrdma_cqe_tm - behind the CQE in a CQ of VRDMA_CQE_TM_SIZE entries
+ * @tag: the matched message's tag (TM_RECV with VRDMA_WC_TM_MATCH), else 0
+ * @priv: its TMH's app_ctx, else 0
+ * @reserved: zero
+ */
+struct vrdma_cqe_tm {
+	__aligned_u64 tag;
+	__u32 priv;
+	__u32 reserved[5];
+};
+
+/*
  * Both sides pin these sizes with static asserts (drivers/vrdma/vrdma.h,
  * ucontext.c and the provider): verb request header 8, ring header 128,
  * SGE 16, send WQE header 64, receive WQE header 16, CQE 32, ring info 24,
  * create_qp response 56, create_srq response 32, modify_srq request 16,
  * create_ah response 8 bytes; create_qp RSS request 64, create_wq
- * response 32 bytes.
+ * response 32 bytes; TMH 16, RVH 16, SRQ op 112, SRQ ops response 8,
+ * create_srq and create_cq requests 16, TM CQE extension 32 bytes.
  */
 
 #endif /* VRDMA_ABI_USER_H */

@@ -740,6 +740,11 @@ TEST(command_layout)
 	EXPECT_EQ(16, offsetof(struct vrdma_cmd_create_cq_ex_resp,
 			       drv_payload));
 	EXPECT_EQ(16 + 24, sizeof(struct vrdma_cmd_create_cq_ex_resp));
+	/* and its request: the CQE size, after the extended command */
+	EXPECT_EQ(8 + 16 + 32, sizeof(struct ibv_create_cq_ex));
+	EXPECT_EQ(sizeof(struct ibv_create_cq_ex),
+		  offsetof(struct vrdma_cmd_create_cq_ex, drv_payload));
+	EXPECT_EQ(56 + 16, sizeof(struct vrdma_cmd_create_cq_ex));
 	EXPECT_EQ(sizeof(struct ibv_resize_cq),
 		  sizeof(struct vrdma_cmd_resize_cq));
 	EXPECT_EQ(8, offsetof(struct vrdma_cmd_resize_cq_resp, drv_payload));
@@ -752,8 +757,11 @@ TEST(command_layout)
 		  sizeof(struct vrdma_cmd_create_srq));
 	EXPECT_EQ(16, offsetof(struct vrdma_cmd_create_srq_resp, drv_payload));
 	EXPECT_EQ(16 + 32, sizeof(struct vrdma_cmd_create_srq_resp));
-	/* create_srq_ex: the same answer, after the XSRQ command */
-	EXPECT_EQ(sizeof(struct ibv_create_xsrq),
+	/*
+	 * create_srq_ex: the same answer, after the XSRQ command, and a
+	 * request (a tag-matching SRQ's max_ops)
+	 */
+	EXPECT_EQ(sizeof(struct ibv_create_xsrq) + 16,
 		  sizeof(struct vrdma_cmd_create_xsrq));
 	EXPECT_EQ(16, offsetof(struct vrdma_cmd_create_xsrq_resp, drv_payload));
 	EXPECT_EQ(16 + 32, sizeof(struct vrdma_cmd_create_xsrq_resp));

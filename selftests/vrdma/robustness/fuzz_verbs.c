@@ -11,7 +11,8 @@
  * another QP of the pool, query, destroy), MRs (reg_mr with odd ranges:
  * unaligned, empty, unmapped, read-only, huge, wrapping; random access
  * flags; rereg_mr; dereg_mr), MWs (alloc, bind, dealloc), SRQs (create,
- * modify and resize, query, post, destroy), AHs, imports (a context on a
+ * modify and resize, query, post, destroy; tag-matching ones and their
+ * list operations), AHs, imports (a context on a
  * dup of the command file, PDs and MRs by real or random handles), post_send
  * and post_recv with random work requests and keys, and writes random and adversarial bytes into the
  * SQ, RQ, SRQ and CQ rings and their indices, then rings the doorbell.
@@ -1281,6 +1282,67 @@ static void op_srq(void)
 	default:
 		ibv_query_srq(p.srq[i], &a);
 	}
+}
+
+/*
+ * Tag matching: a tag-matching SRQ in the SRQ pool (sizes near and beyond
+ * the limits, any CQ of the pool), or a list of 1 to 4 operations of any
+ * opcode, flags, handle, count, tag and SGEs posted to any SRQ of the
+ * pool (basic and XRC ones refuse them).  QPs of the pool made on such an
+ * SRQ then take op_post_send's random SENDs through the matcher.
+ */
+static void op_tm(void)
+{
+	struct ibv_ops_wr wr[4], *bad;
+	struct ibv_sge sge[6];
+	int i = SLOT(p.srq), n, j;
+
+	if (!p.srq[i]) {
+		struct ibv_srq_init_attr_ex sa = {
+			.comp_mask = IBV_SRQ_INIT_ATTR_TYPE |
+				     IBV_SRQ_INIT_ATTR_PD |
+				     IBV_SRQ_INIT_ATTR_CQ |
+				     IBV_SRQ_INIT_ATTR_TM,
+			.srq_type = IBV_SRQT_TM,
+		};
+
+		sa.pd = ANY(p.pd);
+		sa.cq = ANY(p.cq);
+		if (!sa.pd || !sa.cq)
+			return;
+		sa.attr.max_wr = 1 + fz_below(R, 64);
+		sa.attr.max_sge = 1 + fz_below(R, 4);
+		sa.tm_cap.max_num_tags = fz_one_in(R, 3) ?
+					 fz_interesting32(R) :
+					 1 + fz_below(R, 64);
+		sa.tm_cap.max_ops = fz_one_in(R, 3) ? fz_interesting32(R) :
+						      1 + fz_below(R, 8);
+		p.srq[i] = ibv_create_srq_ex(p.ctx, &sa);
+		return;
+	}
+	n = 1 + fz_below(R, 4);
+	memset(wr, 0, sizeof(wr));
+	random_sges(sge, 6);
+	for (j = 0; j < n; j++) {
+		wr[j].wr_id = fz_u64(R);
+		wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
+		wr[j].opcode = fz_one_in(R, 8) ? fz_u32(R) : fz_below(R, 3);
+		wr[j].flags = fz_one_in(R, 8) ? (int)fz_u32(R) :
+			      (int)fz_below(R, 4);
+		wr[j].tm.unexpected_cnt = fz_one_in(R, 2) ? fz_below(R, 4) :
+					  fz_interesting32(R);
+		wr[j].tm.handle = fz_one_in(R, 4) ? fz_interesting32(R) :
+				  fz_below(R, 64);
+		wr[j].tm.add.recv_wr_id = fz_u64(R);
+		wr[j].tm.add.tag = fz_below(R, 8);
+		wr[j].tm.add.mask = fz_one_in(R, 2) ? ~0ULL : fz_u64(R);
+		wr[j].tm.add.sg_list = sge;
+		wr[j].tm.add.num_sge = fz_one_in(R, 8) ? (int)fz_u32(R) :
+				       (int)fz_below(R, 7);
+		if (wr[j].tm.add.num_sge > 6 || wr[j].tm.add.num_sge < 0)
+			wr[j].tm.add.num_sge = 6;
+	}
+	ibv_post_srq_ops(p.srq[i], wr, &bad);
 }
 
 static void op_ah(void)
@@ -4429,7 +4491,7 @@ static void child(const char *dev, uint64_t seed, double secs, int ready)
 		op_odp_mr, op_odp_mr, op_advise, op_odp_storm, op_odp_storm,
 		op_odp_post, op_odp_post, op_odp_flow, op_odp_flow,
 		op_odp_flow, op_dm, op_dm_copy, op_dm_mr, op_dm_import,
-		op_dm_query,
+		op_dm_query, op_tm, op_tm,
 		op_xb_mr, op_xb_mr, op_xb_post, op_xb_post, op_xb_drop,
 		op_xb_raw, op_xb_rereg, op_xb_flow, op_xb_flow,
 		op_td, op_ppd, op_ppd, op_td_poll,

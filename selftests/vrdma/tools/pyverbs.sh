@@ -35,7 +35,6 @@ test_mlx5_*;.;mlx5-specific
 test_efa*;.;EFA-specific
 test_cuda_dmabuf.*;cuda;needs a GPU (CUDA)
 test_mr.DmaBuf*;Allocating dmabuf;dma-buf memory from a GPU (/dev/dri)
-test_tag_matching.*;Extended CQ is not supported;tag matching (on SRQs; its CQs report IBV_WC_EX_WITH_TM_INFO) is not implemented
 test_rdmacm.*;doesn't have net interface;rxe: no device/net in sysfs for a device on a veth
 test_rdmacm.*;has no QP1;rdma_cm needs QP1 (GSI), which comes with kernel verbs
 EOF
@@ -55,6 +54,7 @@ if [ "$TYPE" = rxe ]; then
 	EXPECTED_SKIPS+=$'\n*;Device memory is not supported;rxe: no device memory'
 	EXPECTED_SKIPS+=$'\n*;Create QP type 8 |Create Raw Packet QP;rxe: no raw packet QPs'
 	EXPECTED_SKIPS+=$'\ntest_rss_traffic.*;Create WQ is not supported;rxe: no work queues (RSS)'
+	EXPECTED_SKIPS+=$'\ntest_tag_matching.*;Extended CQ is not supported|Tag matching is not supported;rxe: no tag matching'
 fi
 
 [ "$(id -u)" -eq 0 ] || skip_all "must run as root (in the VM)"
@@ -246,6 +246,7 @@ expected_skip()
 
 passed=0 failed=0 skipped=0 xrc_passed=0 odp_passed=0 dm_passed=0 raw_passed=0
 rss_passed=0
+tm_passed=0
 while IFS=$'\t' read -r status id reason; do
 	case $status in
 	ok | "expected failure")
@@ -261,6 +262,7 @@ while IFS=$'\t' read -r status id reason; do
 		case $id in test_rss_traffic.*)
 			rss_passed=$((rss_passed + 1)) ;;
 		esac
+		case $id in test_tag_matching.*) tm_passed=$((tm_passed + 1)) ;; esac
 		tap_result 0 "$id"
 		;;
 	skipped)
@@ -293,18 +295,24 @@ if [ "${ran:-none}" != "$((passed + failed + skipped))" ]; then
 	echo "# stdout, last lines:"
 	tail -n 20 "$scratch/stdout" | sed 's/^/#   /'
 fi
-# vrdma has XRC, ODP, device memory and raw packet QPs: the suite's XRC
-# tests (rdma-core 44 has seven that can pass here, test_odp_xrc_traffic
-# among them), its 17 ODP tests (explicit, implicit, huge pages, prefetch,
-# every transport), its 14 device memory tests (test_device's DMTest and
-# SharedDMTest, test_mr's DeviceMemory*) and its 14 raw packet tests (the
-# nine of test_qp's raw QPs, test_flow's five flows with traffic) must have
-# run and passed, not merely not failed.  So must RSS's test_rss_traffic
-# (work queues, an indirection table, a QP hashing over them), whenever
-# the run includes it.
+# vrdma has XRC, ODP, device memory, raw packet QPs, RSS and tag matching:
+# the suite's XRC tests (rdma-core 44 has seven that can pass here,
+# test_odp_xrc_traffic among them), its 17 ODP tests (explicit, implicit,
+# huge pages, prefetch, every transport), its 14 device memory tests
+# (test_device's DMTest and SharedDMTest, test_mr's DeviceMemory*), its 14
+# raw packet tests (the nine of test_qp's raw QPs, test_flow's five flows
+# with traffic), RSS's test_rss_traffic (work queues, an indirection table,
+# a QP hashing over them) and its 4 tag matching tests (eager, unexpected,
+# NO_TAG, rendezvous) must have run and passed, not merely not failed; the
+# RSS and tag matching ones also when the arguments select them.
 if [ "$TYPE" = vrdma ] && { [ -z "${VRDMA_PYVERBS_ARGS:-}" ] ||
 	[[ ${VRDMA_PYVERBS_ARGS} == *test_rss* ]]; }; then
 	check "test_rss_traffic passed ($rss_passed)" test "$rss_passed" -ge 1
+fi
+if [ "$TYPE" = vrdma ] && { [ -z "${VRDMA_PYVERBS_ARGS:-}" ] ||
+	[[ ${VRDMA_PYVERBS_ARGS} == *test_tag_matching* ]]; }; then
+	check "the tag matching tests passed ($tm_passed)" \
+		test "$tm_passed" -ge 4
 fi
 if [ "$TYPE" = vrdma ] && [ -z "${VRDMA_PYVERBS_ARGS:-}" ]; then
 	check "the XRC tests passed ($xrc_passed)" test "$xrc_passed" -ge 7

@@ -64,6 +64,11 @@ int vrdma_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	} else if (req.cqe_size) {
 		return -EINVAL;
 	}
+	if (req.reserved) {
+		ibdev_dbg(ibcq->device, "%s: reserved field %#x is not zero\n",
+			  __func__, req.reserved);
+		return -EINVAL;
+	}
 	if (attr->flags)
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > vdev->attr.max_cqe)

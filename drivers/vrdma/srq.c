@@ -85,8 +85,12 @@ int vrdma_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	/* max_ops for a tag-matching SRQ, and for no other. */
 	tm = init->srq_type == IB_SRQT_TM;
 	if (tm != !!(req.hdr.comp_mask & VRDMA_CREATE_SRQ_TM) ||
-	    (!tm && req.max_ops))
+	    (!tm && req.max_ops) || req.reserved) {
+		ibdev_dbg(ibsrq->device,
+			  "%s: max_ops %u or reserved %#x not as the type says\n",
+			  __func__, req.max_ops, req.reserved);
 		return -EINVAL;
+	}
 	if (init->srq_type == IB_SRQT_XRC &&
 	    (!init->ext.xrc.xrcd || !init->ext.cq))
 		return -EINVAL;

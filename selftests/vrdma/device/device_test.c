@@ -589,10 +589,13 @@ TEST_F_TIMEOUT(dev, udata_verbs, DEV_TEST_TIMEOUT)
 			int want = req_errno[k];
 
 			/*
-			 * MODIFY_SRQ knows 8 bytes more (ring_info): the
-			 * byte lands in a field no comp_mask bit announced.
+			 * MODIFY_SRQ knows 8 bytes more (ring_info), and
+			 * CREATE_CQ and CREATE_SRQ 8 more (cqe_size,
+			 * max_ops, and a reserved word): the byte lands in
+			 * a field no comp_mask bit announced.
 			 */
-			if (v == UV_MODIFY_SRQ && k == REQ_TRAILING)
+			if ((v == UV_MODIFY_SRQ || v == UV_CREATE_CQ ||
+			     v == UV_CREATE_SRQ) && k == REQ_TRAILING)
 				want = EINVAL;
 			ret = uv_verb(&o, v, k, NULL);
 			EXPECT_EQ(want, ret) {

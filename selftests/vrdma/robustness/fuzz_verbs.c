@@ -4278,6 +4278,28 @@ static void cq_ex_poll(struct ibv_cq_ex *cqx)
 	ibv_end_poll(cqx);
 }
 
+/*
+ * A QP of the pool in RESET to INIT, where receives may be posted: the
+ * pool's QPs reach other states only by chance, and a post to a QP in
+ * RESET fails before it takes the ring.
+ */
+static void td_qp_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE, .qkey = 0x11111111,
+	};
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	if (fz_qp_state(qp) != IBV_QPS_RESET)
+		return;
+	if (qp->qp_type == IBV_QPT_UD)
+		mask |= IBV_QP_QKEY;
+	else
+		mask |= IBV_QP_ACCESS_FLAGS;
+	ibv_modify_qp(qp, &a, mask);
+}
+
 /* A receive or a random WR on a single-threaded QP of the pool. */
 static void op_td_post(void)
 {
@@ -4295,6 +4317,7 @@ static void op_td_post(void)
 			op_post_send_on(qp);
 			return;
 		}
+		td_qp_init(qp);
 		rwr.num_sge = fz_below(R, 5);
 		random_sges(sge, rwr.num_sge);
 		rwr.sg_list = sge;

@@ -1064,7 +1064,7 @@ TEST_F(rss, bad_inputs)
  * The device's limits hold: max_rwq_indirection_tables tables, then
  * ENOMEM; max_wq_type_rq WQs, then ENOMEM; the last one of each works.
  */
-TEST_F(rss, limits)
+TEST_F_TIMEOUT(rss, limits, 600)
 {
 	int max_tbl = self->ax.rss_caps.max_rwq_indirection_tables;
 	int max_wq = self->ax.max_wq_type_rq;

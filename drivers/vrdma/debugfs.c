@@ -95,20 +95,23 @@ static int vrdma_qp_show(struct seq_file *s, void *unused)
 		   qp->state < ARRAY_SIZE(vrdma_qp_states) ?
 		   vrdma_qp_states[qp->state] : "?", qp->attr.dest_qp_num, qp->mtu);
 	vrdma_show_ring(s, "sq", &qp->sq, false);
-	seq_printf(s, "requester: fetch %u cur %u next_psn %u oldest_unacked_psn %u rd_atomic %u retry %u rnr_wait %d probe %d\n",
+	seq_printf(s, "requester: fetch %u cur %u next_psn %u oldest_unacked_psn %u rd_atomic %u retry %u rnr_wait %d probe %d head %u ring_fetch %u\n",
 		   qp->req.fetch, qp->req.cur, qp->req.psn, qp->req.una,
 		   qp->req.rd_atomic, qp->req.retry, qp->req.rnr_wait,
-		   qp->req.probe);
+		   qp->req.probe, qp->req.head, qp->req.ring_fetch);
 	/* req.head up to req.fetch: copied out of the ring, not completed. */
 	for (i = qp->req.head; qp->swqe && i != qp->req.fetch; i++) {
 		struct vrdma_swqe *swqe = vrdma_swqe_at(qp, i);
 
-		seq_printf(s, "  sq[%u] wr_id 0x%llx opcode %u length %u %s psn %u..%u status %u\n",
+		seq_printf(s, "  sq[%u] wr_id 0x%llx opcode %u length %u %s psn %u..%u status %u%s\n",
 			   i, swqe->wqe->wr_id, swqe->wqe->opcode,
 			   swqe->length,
 			   swqe->state < ARRAY_SIZE(vrdma_swqe_states) ?
 			   vrdma_swqe_states[swqe->state] : "?",
-			   swqe->first_psn, swqe->last_psn, swqe->status);
+			   swqe->first_psn, swqe->last_psn, swqe->status,
+			   swqe->kind == VRDMA_SWQE_TM_READ ? " (rendezvous READ)" :
+			   swqe->kind == VRDMA_SWQE_TM_FIN ? " (rendezvous FIN)" :
+			   "");
 	}
 	if (qp->srq && qp->srq->srqn)
 		seq_printf(s, "rq: (XRC SRQ %u)\n", qp->srq->srqn);

@@ -10,7 +10,8 @@
  * on the MR is like any other: the copy paths kmap its pages.
  *
  * Memory an exporter can only map as I/O memory (a GPU's VRAM behind a BAR)
- * has no pages and is refused.  A dma-buf opened read-only gives no rights
+ * has no pages and is refused, as is a buffer whose exporter offers no CPU
+ * mapping at all.  A dma-buf opened read-only gives no rights
  * that write.
  */
 #include <linux/dma-buf.h>
@@ -99,8 +100,9 @@ static int vrdma_dmabuf_map_pages(struct vrdma_mr *mr, struct vrdma_dmabuf *db,
  * Return: the MR, or ERR_PTR: -EINVAL for a zero, overflowing or too large
  * range or one past the end of the buffer, -EBADF or -EINVAL for a @fd
  * that is no dma-buf, -EACCES for rights that write into a buffer opened
- * read-only, -EOPNOTSUPP for unknown rights or for memory that has no
- * pages (I/O memory), -ENOMEM past max_mr, or the exporter's vmap error.
+ * read-only, -EOPNOTSUPP for unknown rights, for an exporter that offers
+ * no CPU mapping and for memory that has no pages (I/O memory), -ENOMEM
+ * past max_mr, or the exporter's vmap error.
  */
 struct ib_mr *vrdma_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 				       u64 length, u64 iova, int fd,
@@ -145,6 +147,12 @@ struct ib_mr *vrdma_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 			  "reg_dmabuf_mr: bytes %llu..%llu of a %zu-byte buffer\n",
 			  offset, end, db->dmabuf->size);
 		ret = -EINVAL;
+		goto err_put;
+	}
+	/* An exporter without a CPU mapping (udmabuf before 6.2): none. */
+	if (!db->dmabuf->ops->vmap) {
+		ibdev_dbg(ibpd->device, "reg_dmabuf_mr: the exporter has no vmap\n");
+		ret = -EOPNOTSUPP;
 		goto err_put;
 	}
 	ret = vrdma_dma_buf_vmap(db->dmabuf, &db->map);

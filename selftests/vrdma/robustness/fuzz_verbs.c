@@ -385,6 +385,7 @@ static void cq_ex_poll(struct ibv_cq_ex *cqx);
 static struct ibv_pd *qp_pd(void);
 static void td_count_qp(struct ibv_qp *qp, struct ibv_pd *pd);
 static void td_count_post(struct ibv_qp *qp);
+static void td_qp_init(struct ibv_qp *qp);
 
 static void op_pd(void)
 {
@@ -4193,6 +4194,19 @@ static void td_count_qp(struct ibv_qp *qp, struct ibv_pd *pd)
 	    to_vqp(qp)->rq.lock.single != td)
 		odp_bad("a QP %s a thread domain has %s ring locks", td ?
 			"on" : "without", td ? "its" : "no");
+	/*
+	 * A first receive through its lock-free ring at once: such QPs are
+	 * few, and a slow kernel makes few QPs in a round.
+	 */
+	if (td && !qp->srq && (qp->qp_type == IBV_QPT_RC ||
+			       qp->qp_type == IBV_QPT_UC ||
+			       qp->qp_type == IBV_QPT_UD)) {
+		struct ibv_recv_wr rwr = { .wr_id = fz_u64(R) }, *brw;
+
+		td_qp_init(qp);
+		if (!ibv_post_recv(qp, &rwr, &brw))
+			td_count_post(qp);
+	}
 }
 
 static void td_count_post(struct ibv_qp *qp)

@@ -2410,24 +2410,55 @@ static int fl_t_page_unknown(size_t off)
 	return of.touched[off / PAGE];
 }
 
-/* The flow's QPs, new (the old ones destroyed: nothing in flight). */
-static int flow_new_qps(void)
+/*
+ * A checked flow's RC pair, new: *@a and *@b destroyed (nothing in
+ * flight) and made again on @pd, with @cq for everything.  0, or -1 if
+ * either could not be made.
+ */
+static int pair_new(struct ibv_pd *pd, struct ibv_cq *cq, struct ibv_qp **a,
+		    struct ibv_qp **b)
 {
 	struct ibv_qp_init_attr qa = {
-		.send_cq = of.cq, .recv_cq = of.cq,
+		.send_cq = cq, .recv_cq = cq,
 		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
 
-	if (of.a)
-		ibv_destroy_qp(of.a);
-	if (of.b)
-		ibv_destroy_qp(of.b);
-	of.a = ibv_create_qp(of.pd, &qa);
-	of.b = ibv_create_qp(of.pd, &qa);
+	if (*a)
+		ibv_destroy_qp(*a);
+	if (*b)
+		ibv_destroy_qp(*b);
+	*a = ibv_create_qp(pd, &qa);
+	*b = ibv_create_qp(pd, &qa);
+	return *a && *b ? 0 : -1;
+}
+
+/*
+ * Connect a checked flow's pair anew, from RESET with @cq drained, at PSN
+ * @psn, @b granting @b_acc to @a: 1 if both reached RTS.
+ */
+static int pair_connect(struct ibv_qp *a, struct ibv_qp *b, struct ibv_cq *cq,
+			uint32_t psn, int b_acc)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
+	struct ibv_wc wc[8];
+
+	ibv_modify_qp(a, &attr, IBV_QP_STATE);
+	ibv_modify_qp(b, &attr, IBV_QP_STATE);
+	while (ibv_poll_cq(cq, 8, wc) > 0)
+		;
+	return !fz_connect_access(a, p.gid_idx, p.mtu, b->qp_num, &p.gid,
+				  psn, psn, 16, 7, 0) &&
+	       !fz_connect_access(b, p.gid_idx, p.mtu, a->qp_num, &p.gid,
+				  psn, psn, 16, 7, b_acc);
+}
+
+/* The flow's QPs, new (the old ones destroyed: nothing in flight). */
+static int flow_new_qps(void)
+{
 	of.connected = 0;
-	if (of.a && of.b)
+	if (!pair_new(of.pd, of.cq, &of.a, &of.b))
 		return 0;
 	of.broken = 1;
 	of.ready = 0;
@@ -2568,24 +2599,14 @@ static int flow_init(void)
 /* Both QPs from RESET to RTS towards each other; B's rights drawn anew. */
 static void flow_connect(void)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
 	uint32_t psn = fz_u32(R) & 0xffffff;
-	struct ibv_wc wc[8];
 
-	ibv_modify_qp(of.a, &a, IBV_QP_STATE);
-	ibv_modify_qp(of.b, &a, IBV_QP_STATE);
-	while (ibv_poll_cq(of.cq, 8, wc) > 0)
-		;
 	of.b_acc = fz_below(R, 4) ? IBV_ACCESS_REMOTE_WRITE |
 		   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC :
 		   (int)(fz_u32(R) & (IBV_ACCESS_REMOTE_WRITE |
 				      IBV_ACCESS_REMOTE_READ |
 				      IBV_ACCESS_REMOTE_ATOMIC));
-	of.connected =
-		!fz_connect_access(of.a, p.gid_idx, p.mtu, of.b->qp_num,
-				   &p.gid, psn, psn, 16, 7, 0) &&
-		!fz_connect_access(of.b, p.gid_idx, p.mtu, of.a->qp_num,
-				   &p.gid, psn, psn, 16, 7, of.b_acc);
+	of.connected = pair_connect(of.a, of.b, of.cq, psn, of.b_acc);
 }
 
 /*
@@ -3886,21 +3907,8 @@ static struct {
 
 static int xf_new_qps(void)
 {
-	struct ibv_qp_init_attr qa = {
-		.send_cq = xf.cq, .recv_cq = xf.cq,
-		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-	};
-
-	if (xf.a)
-		ibv_destroy_qp(xf.a);
-	if (xf.b)
-		ibv_destroy_qp(xf.b);
-	xf.a = ibv_create_qp(xf.pd, &qa);
-	xf.b = ibv_create_qp(xf.pd, &qa);
 	xf.connected = 0;
-	if (xf.a && xf.b)
+	if (!pair_new(xf.pd, xf.cq, &xf.a, &xf.b))
 		return 0;
 	xf.broken = 1;
 	xf.ready = 0;
@@ -3930,22 +3938,10 @@ static int xf_init(void)
 
 static void xf_connect(void)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
-	uint32_t psn = fz_u32(R) & 0xffffff;
-	struct ibv_wc wc[8];
-
-	ibv_modify_qp(xf.a, &a, IBV_QP_STATE);
-	ibv_modify_qp(xf.b, &a, IBV_QP_STATE);
-	while (ibv_poll_cq(xf.cq, 8, wc) > 0)
-		;
-	xf.connected =
-		!fz_connect_access(xf.a, p.gid_idx, p.mtu, xf.b->qp_num,
-				   &p.gid, psn, psn, 16, 7, 0) &&
-		!fz_connect_access(xf.b, p.gid_idx, p.mtu, xf.a->qp_num,
-				   &p.gid, psn, psn, 16, 7,
-				   IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC);
+	xf.connected = pair_connect(xf.a, xf.b, xf.cq, fz_u32(R) & 0xffffff,
+				    IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_ATOMIC);
 }
 
 static int transport_gave_up(enum ibv_wc_status st);

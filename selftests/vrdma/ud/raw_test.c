@@ -343,22 +343,10 @@ static int raw_post_send(struct ibv_qp *qp, uint64_t wr_id,
 
 /* ---- the environment --------------------------------------------------- */
 
+/* The device's counter @name, or -1. */
 static long long raw_counter(const char *name)
 {
-	char path[256];
-	long long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 rc_cfg.name[0], name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return rc_hw_counter(rc_cfg.name[0], name);
 }
 
 /* Does /proc/net/ptype hold our tap (on @netdev)? */

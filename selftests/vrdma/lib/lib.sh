@@ -432,6 +432,27 @@ vm2_on()
 	fi
 }
 
+# job_res: the device's resources (rdma_res), for vm2_check_left.
+job_res() { rdma_res; }
+
+# vm2_check_left DEV RES_A RES_B: (VM A) nothing left on DEV in either VM:
+# A's resources are RES_A again (within 10 s) and B's RES_B, what they
+# were before the run; A's are listed if not.
+vm2_check_left()
+{
+	local res
+
+	wait_until 10 vm2_same_res "$2"
+	res=$(rdma_res)
+	vm2_check_eq "A: no QP, CQ, MR or PD left on $1" "$2" "$res"
+	[ "$res" = "$2" ] || rdma resource show | sed 's/^/#   /'
+	res=$(vm2_on B res)
+	vm2_check_eq "B: no QP, CQ, MR or PD left on $1" "$3" "$res"
+}
+
+# vm2_same_res RES: this VM's device has the resources RES (rdma_res).
+vm2_same_res() { [ "$(rdma_res)" = "$1" ]; }
+
 # vm2_skip DESCRIPTION WHY: (VM A) a result for the host that is a skip (a
 # failure under CI, as skip_one).
 vm2_skip()

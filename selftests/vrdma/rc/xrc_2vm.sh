@@ -84,7 +84,6 @@ host_main()
 # --job NAME ARGS... (on).
 
 job_gid() { roce_v2_ipv4_gid "$DEV"; }
-job_res() { rdma_res; }
 
 # job_stats: the device's counters, and what the network stack dropped:
 # eth0's qdisc (fq_codel drops what waits too long), eth0, the backlog.
@@ -285,12 +284,9 @@ xserver()
 	xserver_port=$((xserver_port + 1))
 }
 
-# same_res RES: A's device has the resources RES (rdma_res).
-same_res() { [ "$(rdma_res)" = "$1" ]; }
-
 vm_main()
 {
-	local prep= res0 res_b0 res
+	local prep= res0 res_b0
 
 	have rdma_xserver && prep="modprobe rdma_ucm"
 	vm2_setup "$IP_A" "$IP_B" "$DEV" ${prep:+"$prep"}
@@ -308,12 +304,7 @@ vm_main()
 	xserver B
 	xserver A
 
-	wait_until 10 same_res "$res0"
-	res=$(rdma_res)
-	vm2_check_eq "A: no QP, CQ, MR or PD left on $DEV" "$res0" "$res"
-	[ "$res" = "$res0" ] || rdma resource show | sed 's/^/#   /'
-	res=$(vm2_on B res)
-	vm2_check_eq "B: no QP, CQ, MR or PD left on $DEV" "$res_b0" "$res"
+	vm2_check_left "$DEV" "$res0" "$res_b0"
 	echo "# A:"
 	job_stats | sed 's/^/#   /'
 	echo "# B:"

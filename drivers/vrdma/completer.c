@@ -515,10 +515,19 @@ void vrdma_completer(struct vrdma_qp *qp, struct sk_buff *skb)
 	consume_skb(skb);
 }
 
-/* The IB_WC_* opcode of a completed send WQE. */
-static u8 vrdma_wc_opcode(u8 wr_opcode)
+/*
+ * The IB_WC_* opcode of a completed send WQE.  A process's CQE has only
+ * the opcodes of enum ibv_wc_opcode, which has no masked atomics.
+ */
+static u8 vrdma_wc_opcode(struct vrdma_qp *qp, u8 wr_opcode)
 {
 	switch (wr_opcode) {
+	case VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP:
+		return qp->ibqp.uobject ? IB_WC_COMP_SWAP :
+					  IB_WC_MASKED_COMP_SWAP;
+	case VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+		return qp->ibqp.uobject ? IB_WC_FETCH_ADD :
+					  IB_WC_MASKED_FETCH_ADD;
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 		return IB_WC_RDMA_WRITE;
@@ -581,7 +590,7 @@ void vrdma_complete_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe,
 		struct vrdma_cqe cqe = {
 			.wr_id = wqe->wr_id,
 			.status = status,
-			.opcode = vrdma_wc_opcode(wqe->opcode),
+			.opcode = vrdma_wc_opcode(qp, wqe->opcode),
 			.byte_len = swqe->length,
 			.qp_num = qp->ibqp.qp_num,
 		};
@@ -630,7 +639,7 @@ void vrdma_flush_sq(struct vrdma_qp *qp)
 		struct vrdma_cqe cqe = {
 			.wr_id = swqe->wqe->wr_id,
 			.status = IB_WC_WR_FLUSH_ERR,
-			.opcode = vrdma_wc_opcode(swqe->wqe->opcode),
+			.opcode = vrdma_wc_opcode(qp, swqe->wqe->opcode),
 			.qp_num = qp->ibqp.qp_num,
 		};
 
@@ -648,7 +657,7 @@ void vrdma_flush_sq(struct vrdma_qp *qp)
 		struct vrdma_cqe cqe = {
 			.wr_id = READ_ONCE(w->wr_id),
 			.status = IB_WC_WR_FLUSH_ERR,
-			.opcode = vrdma_wc_opcode(READ_ONCE(w->opcode)),
+			.opcode = vrdma_wc_opcode(qp, READ_ONCE(w->opcode)),
 			.qp_num = qp->ibqp.qp_num,
 		};
 

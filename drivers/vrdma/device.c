@@ -79,13 +79,15 @@ static void vrdma_init_attr(struct vrdma_dev *vdev)
 	 * small per-QP allocation, so every QP can have the per-QP maximum.
 	 * Atomics are 64-bit cmpxchg on the pinned page (vrdma_mr_atomic()):
 	 * atomic with respect to every other atomic of vrdma devices.
-	 * Masked atomics are not implemented.
+	 * Masked atomics too, for kernel consumers (RDS sends every atomic
+	 * masked); on the wire with vrdma's own opcodes unless the masks make
+	 * them plain (pkt.h).
 	 */
 	attr->max_qp_rd_atom = VRDMA_MAX_RD_ATOMIC;
 	attr->max_res_rd_atom = VRDMA_MAX_RD_ATOMIC * VRDMA_MAX_QP;
 	attr->max_qp_init_rd_atom = VRDMA_MAX_RD_ATOMIC;
 	attr->atomic_cap = IB_ATOMIC_HCA;
-	attr->masked_atomic_cap = IB_ATOMIC_NONE;
+	attr->masked_atomic_cap = IB_ATOMIC_HCA;
 	attr->max_ah = VRDMA_MAX_AH;
 	/* UD multicast: held to these by mcast.c. */
 	attr->max_mcast_grp = VRDMA_MAX_MCAST_GRP;

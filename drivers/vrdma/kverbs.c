@@ -54,6 +54,12 @@ static bool vrdma_kwr_opcode(enum ib_wr_opcode op, u8 *opcode)
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		*opcode = IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
 		return true;
+	case IB_WR_MASKED_ATOMIC_CMP_AND_SWP:
+		*opcode = VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP;
+		return true;
+	case IB_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+		*opcode = VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+		return true;
 	case IB_WR_LOCAL_INV:
 		*opcode = IB_UVERBS_WR_LOCAL_INV;
 		return true;
@@ -61,7 +67,7 @@ static bool vrdma_kwr_opcode(enum ib_wr_opcode op, u8 *opcode)
 		*opcode = VRDMA_WR_REG_MR;
 		return true;
 	default:
-		/* BIND_MW (kernel MWs), LSO, masked atomics, REG_MR_INTEGRITY */
+		/* BIND_MW (kernel MWs), LSO, REG_MR_INTEGRITY */
 		return false;
 	}
 }
@@ -93,6 +99,7 @@ static int vrdma_kwr_inline(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 static int vrdma_kwr_to_wqe(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 			    const struct ib_send_wr *wr)
 {
+	struct vrdma_atomic_masks *masks;
 	int i;
 
 	if (wr->send_flags & ~(IB_SEND_FENCE | IB_SEND_SIGNALED |
@@ -130,6 +137,17 @@ static int vrdma_kwr_to_wqe(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 		wqe->rdma.remote_addr = rdma_wr(wr)->remote_addr;
 		wqe->rdma.rkey = rdma_wr(wr)->rkey;
 		break;
+	case IB_WR_MASKED_ATOMIC_CMP_AND_SWP:
+	case IB_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+		/* The masks take the second SGE's place (uapi). */
+		if (wr->num_sge != 1 || (wr->send_flags & IB_SEND_INLINE) ||
+		    qp->sq.entry_size < VRDMA_SEND_WQE_HDR_SIZE +
+					2 * sizeof(struct vrdma_sge))
+			return -EINVAL;
+		masks = (struct vrdma_atomic_masks *)&wqe->sge[1];
+		masks->compare_add_mask = atomic_wr(wr)->compare_add_mask;
+		masks->swap_mask = atomic_wr(wr)->swap_mask;
+		fallthrough;
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
 		wqe->atomic.remote_addr = atomic_wr(wr)->remote_addr;

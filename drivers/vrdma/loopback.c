@@ -518,16 +518,14 @@ static int vrdma_loopback_read(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 	return 1;
 }
 
-/* CMP_AND_SWP or FETCH_AND_ADD on the responder's MR. */
+/* CMP_AND_SWP or FETCH_AND_ADD, masked or not, on the responder's MR. */
 static int vrdma_loopback_atomic(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 				 struct vrdma_swqe *swqe)
 {
 	struct vrdma_send_wqe *wqe = swqe->wqe;
-	bool cas = wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP;
-	u8 opcode = cas ? IB_OPCODE_RC_COMPARE_SWAP : IB_OPCODE_RC_FETCH_ADD;
+	struct vrdma_atomic_op aop;
+	u8 opcode = vrdma_wqe_atomic_op(wqe, &aop);
 	u64 va = wqe->atomic.remote_addr;
-	u64 compare = cas ? wqe->atomic.compare_add : 0;
-	u64 swap_add = cas ? wqe->atomic.swap : wqe->atomic.compare_add;
 	u8 status = IB_WC_SUCCESS;
 	struct vrdma_mr *mr;
 	u64 orig;
@@ -540,11 +538,11 @@ static int vrdma_loopback_atomic(struct vrdma_qp *qp, struct vrdma_qp *dqp,
 			   IB_ACCESS_REMOTE_ATOMIC, &mr))
 		return 0;
 	/* Fails, if at all, before it changes the word: packets then. */
-	ret = vrdma_mr_atomic(mr, va, cas, compare, swap_add, &orig);
+	ret = vrdma_mr_atomic(mr, va, &aop, &orig);
 	vrdma_mr_put(mr);
 	if (ret)
 		return 0;
-	trace_vrdma_atomic(dqp, opcode, va, compare, swap_add, orig);
+	trace_vrdma_atomic(dqp, opcode, va, &aop, orig);
 
 	if (vrdma_sgl_copy(qp->vdev, qp->pd, wqe->sge, wqe->num_sge, 0, &orig,
 			   sizeof(orig), true))
@@ -636,6 +634,8 @@ int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 				break;
 			case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
 			case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+			case VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP:
+			case VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD:
 				done = vrdma_loopback_atomic(qp, dqp, swqe);
 				break;
 			}

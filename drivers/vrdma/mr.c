@@ -762,9 +762,8 @@ static u64 *vrdma_mr_word(struct vrdma_mr *mr, u64 iova, void **kaddr)
 
 /* An operation on one 64-bit word of an MR (vrdma_mr_word_op()). */
 struct vrdma_word_op {
-	bool cmp_swap;
-	u64 compare;
-	u64 swap_add;
+	const struct vrdma_atomic_op *aop;
+	u64 value;
 	u64 orig;
 };
 
@@ -792,21 +791,41 @@ static int vrdma_mr_word_op(struct vrdma_mr *mr, u64 iova,
 	return ret;
 }
 
+/*
+ * The value @aop makes of the word @old; false if it leaves the word alone
+ * (a compare that fails).  A masked fetch-and-add adds field by field: the
+ * mask's bits are cleared in both operands, so no carry leaves them, and
+ * then get the sum of their own bits and the carry that came in.
+ */
+static bool vrdma_atomic_new(const struct vrdma_atomic_op *aop, u64 old,
+			     u64 *new)
+{
+	u64 m = aop->swap_add_mask;
+
+	if (aop->cmp_swap) {
+		if ((old ^ aop->compare) & aop->compare_mask)
+			return false;
+		*new = (old & ~m) | (aop->swap_add & m);
+	} else {
+		*new = ((old & ~m) + (aop->swap_add & ~m)) ^
+		       ((old ^ aop->swap_add) & m);
+	}
+	return true;
+}
+
 static int vrdma_atomic_fn(void *kaddr, u32 len, u32 done, void *ctx)
 {
 	struct vrdma_word_op *op = ctx;
-	u64 *word = kaddr, old;
+	u64 *word = kaddr, old, new;
 
 	/* An ODP word is checked here: it may not be aligned in memory. */
 	if (len != sizeof(*word) || ((uintptr_t)word & (sizeof(*word) - 1)))
 		return -EINVAL;
-	if (op->cmp_swap) {
-		old = cmpxchg64(word, op->compare, op->swap_add);
-	} else {
-		old = READ_ONCE(*word);
-		while (!try_cmpxchg64(word, &old, old + op->swap_add))
-			;
-	}
+	old = READ_ONCE(*word);
+	do {
+		if (!vrdma_atomic_new(op->aop, old, &new))
+			break;
+	} while (!try_cmpxchg64(word, &old, new));
 	op->orig = old;
 	return 0;
 }
@@ -819,7 +838,7 @@ static int vrdma_atomic_write_fn(void *kaddr, u32 len, u32 done, void *ctx)
 	if (len != sizeof(*word) || ((uintptr_t)word & (sizeof(*word) - 1)))
 		return -EINVAL;
 	/* After the data of the requests before it: see below. */
-	smp_store_release(word, op->swap_add);
+	smp_store_release(word, op->value);
 	return 0;
 }
 
@@ -827,14 +846,12 @@ static int vrdma_atomic_write_fn(void *kaddr, u32 len, u32 done, void *ctx)
  * vrdma_mr_atomic() - compare-and-swap or fetch-and-add 8 bytes of an MR
  * @mr: the MR, range checked with vrdma_mr_check() for REMOTE_ATOMIC
  * @iova: address of the 64-bit word, 8-byte aligned
- * @cmp_swap: compare-and-swap; else fetch-and-add
- * @compare: compare-and-swap: the value the word must have to be swapped
- * @swap_add: the value swapped in, or added (modulo 2^64)
+ * @aop: the operation, masked or plain (the sum is modulo 2^64)
  * @orig: set to the value the word had before
  *
- * The operation is a single 64-bit compare-and-exchange instruction on the
- * pinned page through its kernel mapping, not a read-modify-write under a
- * lock.  Every atomic that targets this word -- from any QP, from any vrdma
+ * The operation ends in a 64-bit compare-and-exchange instruction on the
+ * pinned page through its kernel mapping (repeated if the word changed
+ * since it was read), not a read-modify-write under a lock.  Every atomic that targets this word -- from any QP, from any vrdma
  * device (two devices in loopback reach the same physical page through
  * their own MRs) -- executes that instruction on the same memory, so they
  * are atomic with respect to each other without any shared lock: no
@@ -845,14 +862,10 @@ static int vrdma_atomic_write_fn(void *kaddr, u32 len, u32 done, void *ctx)
  * Return: 0, -EINVAL if the word is not 8-byte aligned in memory, -EFAULT
  * for a DMA MR address that is not kernel memory.
  */
-int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
-		    u64 compare, u64 swap_add, u64 *orig)
+int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova,
+		    const struct vrdma_atomic_op *aop, u64 *orig)
 {
-	struct vrdma_word_op op = {
-		.cmp_swap = cmp_swap,
-		.compare = compare,
-		.swap_add = swap_add,
-	};
+	struct vrdma_word_op op = { .aop = aop };
 	int ret;
 
 	ret = vrdma_mr_word_op(mr, iova, vrdma_atomic_fn, &op);
@@ -877,7 +890,7 @@ int vrdma_mr_atomic_write(struct vrdma_mr *mr, u64 iova, const u8 *value)
 {
 	struct vrdma_word_op op = {};
 
-	memcpy(&op.swap_add, value, sizeof(op.swap_add));
+	memcpy(&op.value, value, sizeof(op.value));
 	return vrdma_mr_word_op(mr, iova, vrdma_atomic_write_fn, &op);
 }
 

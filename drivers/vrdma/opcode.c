@@ -4,14 +4,16 @@
  *
  * The receive path looks an incoming opcode up here before it trusts
  * anything else in the packet: an opcode whose mask is 0 is one vrdma does
- * not implement (RD, CNP, vendor opcodes) and the packet is dropped.  The
+ * not implement (RD, CNP, vendor opcodes but its own two) and the packet
+ * is dropped.  The
  * senders size their headers from the same table, so both directions agree
  * on the layout.
  *
  * Each entry names the extension headers twice, once as mask flags and once
  * in the header length; they must agree with each other and with the order
- * of vrdma_ext_offset() (DETH, XRCETH, FETH, RETH, AtomicETH, AETH,
- * AtomicAckETH, ImmDt, IETH), which the order of the terms below follows.
+ * of vrdma_ext_offset() (DETH, XRCETH, FETH, RETH, AtomicETH,
+ * MaskedAtomicETH, AETH, AtomicAckETH, ImmDt, IETH), which the order of the
+ * terms below follows.
  */
 #include <rdma/ib_pack.h>
 
@@ -31,6 +33,7 @@
 #define FETH		sizeof(struct vrdma_feth)
 #define RETH		sizeof(struct vrdma_reth)
 #define ATMETH		sizeof(struct vrdma_atmeth)
+#define ATMMASK		sizeof(struct vrdma_atmmask)
 #define AETH		sizeof(struct vrdma_aeth)
 #define ATMACK		sizeof(struct vrdma_atmack)
 #define IMMDT		sizeof(struct vrdma_immdt)
@@ -138,6 +141,20 @@ const struct vrdma_opcode_info vrdma_opcode[256] = {
 	VRDMA_OP(RC_ATOMIC_ACKNOWLEDGE,
 		 RC_ACK | VRDMA_OPF_ATOMIC | P_ONLY | VRDMA_OPF_AETH |
 		 VRDMA_OPF_ATMACK, BTH + AETH + ATMACK),
+
+	/* RC: vrdma's masked atomics, answered as the IBA's atomics */
+	[VRDMA_OPCODE_RC_MASKED_COMPARE_SWAP] = {
+		.name = "RC_MASKED_COMPARE_SWAP",
+		.mask = RC_ATOMIC_REQ | P_ONLY | VRDMA_OPF_ATMETH |
+			VRDMA_OPF_ATMMASK,
+		.hdr_len = BTH + ATMETH + ATMMASK,
+	},
+	[VRDMA_OPCODE_RC_MASKED_FETCH_ADD] = {
+		.name = "RC_MASKED_FETCH_ADD",
+		.mask = RC_ATOMIC_REQ | P_ONLY | VRDMA_OPF_ATMETH |
+			VRDMA_OPF_ATMMASK,
+		.hdr_len = BTH + ATMETH + ATMMASK,
+	},
 
 	/* UC: SEND and RDMA WRITE, as RC but never answered */
 	VRDMA_OP(UC_SEND_FIRST, UC_SEND | P_FIRST, BTH),

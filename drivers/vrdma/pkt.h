@@ -36,6 +36,18 @@
 #define VRDMA_OPCODE_RC_ATOMIC_WRITE	0x1d
 
 /*
+ * Masked atomics (IB_WR_MASKED_ATOMIC_*), which the IBA does not define:
+ * two opcodes of the manufacturer-specific range (0xc0-0xff), RC only,
+ * with a MaskedAtomicETH after the AtomicETH, answered by an ATOMIC
+ * ACKNOWLEDGE.  Only vrdma understands them; rdma_rxe and IBA responders
+ * drop them.  A masked atomic whose masks make it the plain operation
+ * goes as the IBA's COMPARE SWAP or FETCH ADD, which every responder
+ * understands.
+ */
+#define VRDMA_OPCODE_RC_MASKED_COMPARE_SWAP	0xc0
+#define VRDMA_OPCODE_RC_MASKED_FETCH_ADD	0xc1
+
+/*
  * The XRC transport's opcodes are RC's with this prefix (IBA 9.2, table
  * 38), which ib_pack.h does not name.  The receive path hands the engines
  * the RC opcode (vrdma_pkt.opcode) and the VRDMA_OPF_XRC flag.
@@ -123,6 +135,15 @@ struct vrdma_atmeth {
 	__be64 comp;
 } __packed;
 
+/*
+ * Masked atomic extended transport header (vrdma's), 16 bytes: the masks of
+ * struct vrdma_atomic_masks, in the order of the AtomicETH's operands.
+ */
+struct vrdma_atmmask {
+	__be64 swap_add_mask;
+	__be64 comp_mask;
+} __packed;
+
 /* Atomic ACK extended transport header: the original value */
 struct vrdma_atmack {
 	__be64 orig;
@@ -180,6 +201,7 @@ enum vrdma_opcode_flags {
 	VRDMA_OPF_XRCETH	= BIT(24),
 	/* not an opcode's: a frame for a raw packet QP (raw.c), no BTH */
 	VRDMA_OPF_RAW		= BIT(25),
+	VRDMA_OPF_ATMMASK	= BIT(26),	/* MaskedAtomicETH */
 };
 
 /**
@@ -238,7 +260,8 @@ static inline struct vrdma_bth *vrdma_bth(struct sk_buff *skb)
 
 /*
  * Extension headers follow the BTH in the order of the IBA: DETH, XRCETH,
- * FETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH.  Their offsets
+ * FETH, RETH, AtomicETH (and vrdma's MaskedAtomicETH), AETH, AtomicAckETH,
+ * ImmDt, IETH.  Their offsets
  * for an opcode are fixed; vrdma_ext_offset() computes them from the mask.
  */
 static inline unsigned int vrdma_ext_offset(u32 mask, u32 which)
@@ -265,6 +288,10 @@ static inline unsigned int vrdma_ext_offset(u32 mask, u32 which)
 		return off;
 	if (mask & VRDMA_OPF_ATMETH)
 		off += sizeof(struct vrdma_atmeth);
+	if (which == VRDMA_OPF_ATMMASK)
+		return off;
+	if (mask & VRDMA_OPF_ATMMASK)
+		off += sizeof(struct vrdma_atmmask);
 	if (which == VRDMA_OPF_AETH)
 		return off;
 	if (mask & VRDMA_OPF_AETH)

@@ -48,8 +48,8 @@ static bool vrdma_wqe_local(const struct vrdma_send_wqe *wqe)
  * UD QPs (and QP1) only send, raw packet QPs only SEND (a frame has no
  * room for immediate data); UC QPs send, write and use memory windows;
  * RC QPs do everything (UC has no SEND with invalidate opcodes, no READ, no
- * atomics); XRC initiators all RC does but the memory placement extensions,
- * which have no XRC opcodes here.
+ * atomics); XRC initiators all RC does but the memory placement extensions
+ * and the masked atomics, which have no XRC opcodes here.
  */
 static bool vrdma_op_on_qp_type(enum ib_qp_type type, u8 opcode)
 {
@@ -67,6 +67,8 @@ static bool vrdma_op_on_qp_type(enum ib_qp_type type, u8 opcode)
 		       type == IB_QPT_XRC_INI;
 	case VRDMA_WR_ATOMIC_WRITE:
 	case VRDMA_WR_FLUSH:
+	case VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP:
+	case VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD:
 		return type == IB_QPT_RC;
 	default:
 		return type == IB_QPT_RC || type == IB_QPT_XRC_INI;
@@ -98,6 +100,14 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
 		break;
+	case VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP:
+	case VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+		/* The masks take the second SGE's place: room for it. */
+		if (wqe->num_sge != 1 ||
+		    qp->sq.entry_size < VRDMA_SEND_WQE_HDR_SIZE +
+					2 * sizeof(struct vrdma_sge))
+			return IB_WC_LOC_QP_OP_ERR;
+		fallthrough;
 	case IB_UVERBS_WR_RDMA_READ:
 	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
 	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
@@ -201,6 +211,50 @@ static bool vrdma_fetch_swqes(struct vrdma_qp *qp)
 	return true;
 }
 
+/**
+ * vrdma_wqe_atomic_op() - what an ATOMIC WQE does, and its BTH opcode
+ * @wqe: a checked copy of a CMP_AND_SWP or FETCH_AND_ADD WQE, masked or not
+ * @aop: set to the operation, with the masks of a plain one; may be NULL
+ *
+ * A masked atomic whose masks make it the plain operation (compare-and-
+ * swap with all bits compared and swapped, fetch-and-add without field
+ * boundaries) goes as the IBA's atomic, which any responder understands;
+ * only the others need vrdma's opcodes.
+ *
+ * Return: the BTH opcode of its request.
+ */
+u8 vrdma_wqe_atomic_op(const struct vrdma_send_wqe *wqe,
+		       struct vrdma_atomic_op *aop)
+{
+	bool cas = wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+		   wqe->opcode == VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP;
+	struct vrdma_atomic_op op = {
+		.cmp_swap = cas,
+		.compare = cas ? wqe->atomic.compare_add : 0,
+		.swap_add = cas ? wqe->atomic.swap : wqe->atomic.compare_add,
+		.compare_mask = cas ? ~0ULL : 0,
+		.swap_add_mask = cas ? ~0ULL : 0,
+	};
+	bool plain = true;
+
+	if (vrdma_wqe_masked_atomic(wqe)) {
+		/* Checked: the WQE has one SGE and room for the masks. */
+		const struct vrdma_atomic_masks *m = (const void *)&wqe->sge[1];
+
+		op.compare_mask = cas ? m->compare_add_mask : 0;
+		op.swap_add_mask = cas ? m->swap_mask : m->compare_add_mask;
+		plain = cas ? op.compare_mask == ~0ULL &&
+			      op.swap_add_mask == ~0ULL :
+			      !op.swap_add_mask;
+	}
+	if (aop)
+		*aop = op;
+	if (plain)
+		return cas ? IB_OPCODE_RC_COMPARE_SWAP : IB_OPCODE_RC_FETCH_ADD;
+	return cas ? VRDMA_OPCODE_RC_MASKED_COMPARE_SWAP :
+		     VRDMA_OPCODE_RC_MASKED_FETCH_ADD;
+}
+
 /* The BTH opcode of the packet of @wqe that starts at @offset. */
 static u8 vrdma_req_opcode(struct vrdma_send_wqe *wqe, bool first, bool last)
 {
@@ -236,9 +290,10 @@ static u8 vrdma_req_opcode(struct vrdma_send_wqe *wqe, bool first, bool last)
 		return last ? IB_OPCODE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE :
 			      IB_OPCODE_RC_RDMA_WRITE_MIDDLE;
 	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
-		return IB_OPCODE_RC_COMPARE_SWAP;
 	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
-		return IB_OPCODE_RC_FETCH_ADD;
+	case VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP:
+	case VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+		return vrdma_wqe_atomic_op(wqe, NULL);
 	case VRDMA_WR_ATOMIC_WRITE:
 		return VRDMA_OPCODE_RC_ATOMIC_WRITE;
 	case VRDMA_WR_FLUSH:
@@ -276,20 +331,24 @@ int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 
 /*
  * The AtomicETH: compare-and-swap carries the new value and the one to
- * compare with, fetch-and-add the addend (and a compare field of 0).
+ * compare with, fetch-and-add the addend (and a compare field of 0); a
+ * masked atomic's masks follow in the MaskedAtomicETH.
  */
 static void vrdma_atmeth_init(struct sk_buff *skb, struct vrdma_send_wqe *wqe)
 {
 	struct vrdma_atmeth *atmeth = vrdma_ext(skb, VRDMA_OPF_ATMETH);
+	struct vrdma_atomic_op aop;
 
+	vrdma_wqe_atomic_op(wqe, &aop);
 	atmeth->va = cpu_to_be64(wqe->atomic.remote_addr);
 	atmeth->rkey = cpu_to_be32(wqe->atomic.rkey);
-	if (wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP) {
-		atmeth->swap_add = cpu_to_be64(wqe->atomic.swap);
-		atmeth->comp = cpu_to_be64(wqe->atomic.compare_add);
-	} else {
-		atmeth->swap_add = cpu_to_be64(wqe->atomic.compare_add);
-		atmeth->comp = 0;
+	atmeth->swap_add = cpu_to_be64(aop.swap_add);
+	atmeth->comp = cpu_to_be64(aop.compare);
+	if (vrdma_pkt(skb)->mask & VRDMA_OPF_ATMMASK) {
+		struct vrdma_atmmask *m = vrdma_ext(skb, VRDMA_OPF_ATMMASK);
+
+		m->swap_add_mask = cpu_to_be64(aop.swap_add_mask);
+		m->comp_mask = cpu_to_be64(aop.compare_mask);
 	}
 }
 

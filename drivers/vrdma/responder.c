@@ -563,7 +563,8 @@ static void vrdma_atomic_nak(struct vrdma_qp *qp, u32 psn, int ret)
  * An ATOMIC request: check it, execute it, remember the answer and send
  * it.  IBA 9.4.5: the address must be 8-byte aligned, else the request is
  * invalid; the rkey must grant REMOTE_ATOMIC on those 8 bytes, else it is a
- * remote access error.
+ * remote access error.  A masked atomic (vrdma's opcodes) is checked the
+ * same way.
  */
 static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 {
@@ -572,10 +573,27 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 	struct vrdma_resp *resp = &qp->resp;
 	u64 va = be64_to_cpu(atmeth->va);
 	u32 rkey = be32_to_cpu(atmeth->rkey);
+	bool cas = pkt->opcode == IB_OPCODE_RC_COMPARE_SWAP ||
+		   pkt->opcode == VRDMA_OPCODE_RC_MASKED_COMPARE_SWAP;
+	struct vrdma_atomic_op aop = {
+		.cmp_swap = cas,
+		.compare = be64_to_cpu(atmeth->comp),
+		.swap_add = be64_to_cpu(atmeth->swap_add),
+		.compare_mask = cas ? ~0ULL : 0,
+		.swap_add_mask = cas ? ~0ULL : 0,
+	};
 	struct vrdma_rd_atomic *res;
 	struct vrdma_mr *mr;
 	u64 orig;
 	int ret;
+
+	if (pkt->mask & VRDMA_OPF_ATMMASK) {
+		struct vrdma_atmmask *m = vrdma_ext(skb, VRDMA_OPF_ATMMASK);
+
+		aop.swap_add_mask = be64_to_cpu(m->swap_add_mask);
+		if (cas)
+			aop.compare_mask = be64_to_cpu(m->comp_mask);
+	}
 
 	if (va & (sizeof(u64) - 1)) {
 		vrdma_resp_fatal(qp, pkt->psn, VRDMA_NAK_INVALID_REQ,
@@ -585,10 +603,7 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 	ret = vrdma_rkey_get(qp, rkey, va, sizeof(u64), IB_ACCESS_REMOTE_ATOMIC,
 			     &mr);
 	if (!ret) {
-		ret = vrdma_mr_atomic(mr, va,
-				      pkt->opcode == IB_OPCODE_RC_COMPARE_SWAP,
-				      be64_to_cpu(atmeth->comp),
-				      be64_to_cpu(atmeth->swap_add), &orig);
+		ret = vrdma_mr_atomic(mr, va, &aop, &orig);
 		vrdma_mr_put(mr);
 	}
 	if (ret) {
@@ -596,8 +611,7 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 		return;
 	}
 
-	trace_vrdma_atomic(qp, pkt->opcode, va, be64_to_cpu(atmeth->comp),
-			   be64_to_cpu(atmeth->swap_add), orig);
+	trace_vrdma_atomic(qp, pkt->opcode, va, &aop, orig);
 	vrdma_resp_advance(qp, 1, true);
 	res = vrdma_res_new(qp, VRDMA_RES_ATOMIC, pkt->psn);
 	res->orig = orig;

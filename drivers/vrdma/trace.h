@@ -66,6 +66,8 @@
 		{ VRDMA_OPCODE_RC_ATOMIC_WRITE, "ATOMIC_WRITE" },	\
 		{ IB_OPCODE_RC_COMPARE_SWAP, "COMPARE_SWAP" },		\
 		{ IB_OPCODE_RC_FETCH_ADD, "FETCH_ADD" },		\
+		{ VRDMA_OPCODE_RC_MASKED_COMPARE_SWAP, "MASKED_COMPARE_SWAP" }, \
+		{ VRDMA_OPCODE_RC_MASKED_FETCH_ADD, "MASKED_FETCH_ADD" }, \
 		{ IB_OPCODE_RC_SEND_LAST_WITH_INVALIDATE, "SEND_LAST_INV" }, \
 		{ IB_OPCODE_RC_SEND_ONLY_WITH_INVALIDATE, "SEND_ONLY_INV" }, \
 		{ IB_OPCODE_UD_SEND_ONLY, "UD_SEND_ONLY" },		\
@@ -81,6 +83,8 @@
 		{ IB_UVERBS_WR_RDMA_READ, "RDMA_READ" },		\
 		{ IB_UVERBS_WR_ATOMIC_CMP_AND_SWP, "ATOMIC_CMP_AND_SWP" }, \
 		{ IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD, "ATOMIC_FETCH_AND_ADD" }, \
+		{ VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP, "MASKED_ATOMIC_CMP_AND_SWP" }, \
+		{ VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD, "MASKED_ATOMIC_FETCH_AND_ADD" }, \
 		{ IB_UVERBS_WR_LOCAL_INV, "LOCAL_INV" },		\
 		{ IB_UVERBS_WR_BIND_MW, "BIND_MW" },			\
 		{ VRDMA_WR_FLUSH, "FLUSH" },				\
@@ -311,27 +315,33 @@ TRACE_EVENT(vrdma_key_check,
 );
 
 TRACE_EVENT(vrdma_atomic,
-	    TP_PROTO(struct vrdma_qp *qp, u8 opcode, u64 va, u64 compare,
-		     u64 swap_add, u64 orig),
-	    TP_ARGS(qp, opcode, va, compare, swap_add, orig),
+	    TP_PROTO(struct vrdma_qp *qp, u8 opcode, u64 va,
+		     const struct vrdma_atomic_op *aop, u64 orig),
+	    TP_ARGS(qp, opcode, va, aop, orig),
 	    TP_STRUCT__entry(__string(dev, vrdma_qp_dev(qp))
 			     __field(u32, qpn)
 			     __field(u8, opcode)
 			     __field(u64, va)
 			     __field(u64, compare)
 			     __field(u64, swap_add)
+			     __field(u64, compare_mask)
+			     __field(u64, swap_add_mask)
 			     __field(u64, orig)),
 	    TP_fast_assign(vrdma_assign_str(dev, vrdma_qp_dev(qp));
 			   __entry->qpn = qp->ibqp.qp_num;
 			   __entry->opcode = opcode;
 			   __entry->va = va;
-			   __entry->compare = compare;
-			   __entry->swap_add = swap_add;
+			   __entry->compare = aop->compare;
+			   __entry->swap_add = aop->swap_add;
+			   __entry->compare_mask = aop->compare_mask;
+			   __entry->swap_add_mask = aop->swap_add_mask;
 			   __entry->orig = orig;),
-	    TP_printk("%s qpn=%u %s va=0x%llx compare=0x%llx swap_add=0x%llx orig=0x%llx",
+	    TP_printk("%s qpn=%u %s va=0x%llx compare=0x%llx swap_add=0x%llx compare_mask=0x%llx swap_add_mask=0x%llx orig=0x%llx",
 		      __get_str(dev), __entry->qpn,
 		      vrdma_show_bth_opcode(__entry->opcode), __entry->va,
-		      __entry->compare, __entry->swap_add, __entry->orig)
+		      __entry->compare, __entry->swap_add,
+		      __entry->compare_mask, __entry->swap_add_mask,
+		      __entry->orig)
 );
 
 TRACE_EVENT(vrdma_ack_xmit,

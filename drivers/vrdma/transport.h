@@ -291,6 +291,9 @@ void vrdma_requester(struct vrdma_qp *qp);
 void vrdma_requester_bh(struct vrdma_qp *qp);
 int vrdma_swqe_gather(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 		      u32 offset, void *buf, u32 length);
+struct vrdma_atomic_op;
+u8 vrdma_wqe_atomic_op(const struct vrdma_send_wqe *wqe,
+		       struct vrdma_atomic_op *aop);
 void vrdma_flush_sq(struct vrdma_qp *qp);
 void vrdma_responder(struct vrdma_qp *qp, struct sk_buff *skb);
 bool vrdma_responder_reads(struct vrdma_qp *qp, int burst);

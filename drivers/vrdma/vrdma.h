@@ -814,12 +814,24 @@ static inline bool vrdma_wqe_placement(const struct vrdma_send_wqe *wqe)
 	       wqe->opcode == VRDMA_WR_FLUSH;
 }
 
+static inline bool vrdma_wqe_masked_atomic(const struct vrdma_send_wqe *wqe)
+{
+	return wqe->opcode == VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP ||
+	       wqe->opcode == VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+}
+
+/* CMP_AND_SWP and FETCH_AND_ADD, masked or not. */
+static inline bool vrdma_wqe_atomic(const struct vrdma_send_wqe *wqe)
+{
+	return wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD ||
+	       vrdma_wqe_masked_atomic(wqe);
+}
+
 /* RDMA READ and ATOMIC: only their answers, which carry data, complete. */
 static inline bool vrdma_wqe_data_answer(const struct vrdma_send_wqe *wqe)
 {
-	return wqe->opcode == IB_UVERBS_WR_RDMA_READ ||
-	       wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-	       wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+	return wqe->opcode == IB_UVERBS_WR_RDMA_READ || vrdma_wqe_atomic(wqe);
 }
 
 /*
@@ -829,12 +841,6 @@ static inline bool vrdma_wqe_data_answer(const struct vrdma_send_wqe *wqe)
 static inline bool vrdma_wqe_rd_atomic(const struct vrdma_send_wqe *wqe)
 {
 	return vrdma_wqe_data_answer(wqe) || vrdma_wqe_placement(wqe);
-}
-
-static inline bool vrdma_wqe_atomic(const struct vrdma_send_wqe *wqe)
-{
-	return wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-	       wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
 }
 
 static inline struct vrdma_ah *to_vah(struct ib_ah *ibah)
@@ -986,8 +992,26 @@ int vrdma_sgl_copy_from_skb(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 int vrdma_sgl_add_frags(struct vrdma_dev *vdev, struct vrdma_pd *pd,
 			const struct vrdma_sge *sge, u32 num_sge, u32 offset,
 			struct sk_buff *skb, u32 length);
-int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova, bool cmp_swap,
-		    u64 compare, u64 swap_add, u64 *orig);
+/**
+ * struct vrdma_atomic_op - what an ATOMIC does to its word
+ * @cmp_swap: compare-and-swap; else fetch-and-add
+ * @compare: compare-and-swap: the value compared with the word
+ * @swap_add: the value swapped in, or added
+ * @compare_mask: compare-and-swap: the bits compared (all ones: plain)
+ * @swap_add_mask: compare-and-swap: the bits swapped (all ones: plain);
+ *	fetch-and-add: the last bit of each field, whose carry is dropped
+ *	(0: plain)
+ */
+struct vrdma_atomic_op {
+	bool cmp_swap;
+	u64 compare;
+	u64 swap_add;
+	u64 compare_mask;
+	u64 swap_add_mask;
+};
+
+int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova,
+		    const struct vrdma_atomic_op *aop, u64 *orig);
 int vrdma_mr_atomic_write(struct vrdma_mr *mr, u64 iova, const u8 *value);
 int vrdma_invalidate_key(struct vrdma_qp *qp, u32 key, bool remote);
 

@@ -158,11 +158,45 @@ enum vrdma_flush_level {
 	VRDMA_FLUSH_MR		= 1,
 };
 
+/*
+ * Masked atomics, the kernel's IB_WR_MASKED_ATOMIC_CMP_AND_SWP and
+ * IB_WR_MASKED_ATOMIC_FETCH_AND_ADD (the values of
+ * IB_UVERBS_WR_MASKED_ATOMIC_*; rdma-core has no verb for them, a process
+ * may write them into its SQ ring).  Their operands are @atomic's of struct
+ * vrdma_send_wqe, their masks a struct vrdma_atomic_masks in the place of
+ * the second SGE: the WQE has exactly one SGE, for the 8 bytes of the
+ * result, and the SQ's entries room for two (a stride of 96 bytes or
+ * more, which any QP with max_send_sge or max_inline_data above 0 has).
+ * Their completions carry IBV_WC_COMP_SWAP and IBV_WC_FETCH_ADD (a kernel
+ * consumer's IB_WC_MASKED_COMP_SWAP and IB_WC_MASKED_FETCH_ADD).
+ */
+enum vrdma_masked_atomic_opcode {
+	VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP	= 12,
+	VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD	= 13,
+};
+
+/**
+ * struct vrdma_atomic_masks - the masks of a masked atomic
+ * @compare_add_mask: compare-and-swap: the bits of the word compared with
+ *	@atomic.compare_add; fetch-and-add: the last bit of each field the
+ *	word is split into -- no carry leaves a bit set here
+ * @swap_mask: compare-and-swap: the bits of the word @atomic.swap
+ *	replaces; ignored by fetch-and-add
+ *
+ * A compare-and-swap with both masks all ones, or a fetch-and-add with a
+ * mask of 0, is the plain operation.
+ */
+struct vrdma_atomic_masks {
+	__aligned_u64 compare_add_mask;
+	__aligned_u64 swap_mask;
+};
+
 /**
  * struct vrdma_send_wqe - one send work request in the SQ ring
  * @wr_id: returned in the CQE
  * @opcode: enum ib_uverbs_wr_opcode (the values of enum ibv_wr_opcode),
- *	enum vrdma_placement_opcode, or enum vrdma_wr_opcode
+ *	enum vrdma_placement_opcode, enum vrdma_masked_atomic_opcode, or
+ *	enum vrdma_wr_opcode
  * @num_sge: entries of @sge in use (not with VRDMA_SEND_INLINE)
  * @flags: enum vrdma_send_flags
  * @ex: immediate data (big endian), or the rkey to invalidate (LOCAL_INV,
@@ -172,7 +206,8 @@ enum vrdma_flush_level {
  *	of the XRC SRQ at the target that receives the message (its low 24
  *	bits go in the XRCETH of every packet); zero on other QPs
  * @rdma: RDMA WRITE/READ target
- * @atomic: atomic operation target and operands
+ * @atomic: atomic operation target and operands (a masked atomic's masks
+ *	follow its one SGE: struct vrdma_atomic_masks)
  * @ud: UD destination: @ud.ah is vrdma_create_ah_resp.ah; a
  *	@ud.remote_qkey with the high bit set sends the QP's own Q_Key
  * @bind: BIND_MW: the memory window whose rkey has the index (the upper 24

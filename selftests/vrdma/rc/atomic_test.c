@@ -806,13 +806,23 @@ static int sq_doorbell(struct ibv_qp *qp)
 	return ibv_cmd_post_send(qp, NULL, &bad);
 }
 
+/*
+ * A WQE as the tests write it into the ring: the header, and room for two
+ * SGEs, or for one and a masked atomic's masks in the second's place.
+ */
+union at_wqe {
+	struct vrdma_send_wqe w;
+	uint8_t bytes[VRDMA_SEND_WQE_HDR_SIZE + 2 * sizeof(struct vrdma_sge)];
+};
+
 /* Post @w into @qp's SQ ring and ring. */
 static void ring_post(struct __test_metadata *_metadata, struct ibv_qp *qp,
-		      const struct vrdma_send_wqe *w)
+		      const union at_wqe *w)
 {
 	struct vrdma_uring *r = &to_vqp(qp)->sq.ring;
 	struct vrdma_send_wqe *slot = vrdma_uring_entry(r, r->head);
 
+	ASSERT_LE(sizeof(*w), r->entry_size);
 	memset(slot, 0, r->entry_size);
 	memcpy(slot, w, sizeof(*w));
 	r->head++;
@@ -820,20 +830,24 @@ static void ring_post(struct __test_metadata *_metadata, struct ibv_qp *qp,
 	ASSERT_EQ(0, sq_doorbell(qp));
 }
 
-static void atomic_write_wqe(struct vrdma_send_wqe *w, uint64_t wr_id,
+static void atomic_write_wqe(union at_wqe *u, uint64_t wr_id,
 			     void *raddr, uint32_t rkey, uint64_t value)
 {
-	memset(w, 0, sizeof(*w));
+	struct vrdma_send_wqe *w = &u->w;
+
+	memset(u, 0, sizeof(*u));
 	w->wr_id = wr_id;
 	w->opcode = VRDMA_WR_ATOMIC_WRITE;
 	w->flags = VRDMA_SEND_SIGNALED;
 	vrdma_wqe_set_atomic_write(w, (uintptr_t)raddr, rkey, &value);
 }
 
-static void flush_wqe(struct vrdma_send_wqe *w, uint64_t wr_id, void *raddr,
+static void flush_wqe(union at_wqe *u, uint64_t wr_id, void *raddr,
 		      uint32_t rkey, uint32_t len, uint8_t type, uint8_t level)
 {
-	memset(w, 0, sizeof(*w));
+	struct vrdma_send_wqe *w = &u->w;
+
+	memset(u, 0, sizeof(*u));
 	w->wr_id = wr_id;
 	w->opcode = VRDMA_WR_FLUSH;
 	w->flags = VRDMA_SEND_SIGNALED;
@@ -903,7 +917,7 @@ static void expect_wc(struct __test_metadata *_metadata, struct at_env *e,
 TEST_F(atomic, atomic_write)
 {
 	struct at_env *e = &self->e;
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 	struct ibv_send_wr wr, *bad = NULL;
 	struct ibv_sge sge;
 	uint8_t *rimg;
@@ -942,7 +956,7 @@ TEST_F(atomic, atomic_write)
  */
 static void placement_error(struct __test_metadata *_metadata,
 			    FIXTURE_DATA(atomic) *self,
-			    const struct vrdma_send_wqe *w,
+			    const union at_wqe *w,
 			    enum ibv_wc_status status, const char *what)
 {
 	struct at_env *e = &self->e;
@@ -952,7 +966,7 @@ static void placement_error(struct __test_metadata *_metadata,
 	rc_fill(e->rb.p, e->rb.size, 0x62, 0);
 	memcpy(rimg, e->rb.p, e->rb.size);
 	ring_post(_metadata, e->p.a.qp, w);
-	expect_wc(_metadata, e, w->wr_id, status, 0, 0, what);
+	expect_wc(_metadata, e, w->w.wr_id, status, 0, 0, what);
 	if (status != IBV_WC_LOC_QP_OP_ERR) {
 		usleep(RC_QUIET_MS * 1000);
 		EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.b.qp)) {
@@ -966,7 +980,7 @@ static void placement_error(struct __test_metadata *_metadata,
 
 TEST_F(atomic, atomic_write_misaligned)
 {
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 
 	if (rc_cfg.is_rxe)
 		SKIP(return, "writes vrdma's SQ ring directly");
@@ -978,7 +992,7 @@ TEST_F(atomic, atomic_write_misaligned)
 
 TEST_F(atomic, atomic_write_bad_rkey)
 {
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 
 	if (rc_cfg.is_rxe)
 		SKIP(return, "writes vrdma's SQ ring directly");
@@ -992,7 +1006,7 @@ TEST_F(atomic, atomic_write_bad_rkey)
 /* REMOTE_ATOMIC is not REMOTE_WRITE: ATOMIC WRITE needs the latter. */
 TEST_F(atomic, atomic_write_no_remote_write)
 {
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 	struct ibv_mr *mr;
 
 	if (rc_cfg.is_rxe)
@@ -1011,13 +1025,13 @@ TEST_F(atomic, atomic_write_no_remote_write)
 /* A WQE with SGEs, or with inline data: a local error, nothing sent. */
 TEST_F(atomic, atomic_write_with_sge)
 {
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 
 	if (rc_cfg.is_rxe)
 		SKIP(return, "writes vrdma's SQ ring directly");
 	env_create(_metadata, &self->e, self->da, self->db, NULL);
 	atomic_write_wqe(&w, 0xb4, self->e.rb.p + 64, self->e.rb.mr->rkey, 1);
-	w.num_sge = 1;
+	w.w.num_sge = 1;
 	placement_error(_metadata, self, &w, IBV_WC_LOC_QP_OP_ERR,
 			"ATOMIC WRITE with an SGE");
 }
@@ -1031,7 +1045,7 @@ TEST_F(atomic, flush)
 {
 	struct at_env *e = &self->e;
 	struct ibv_send_wr wr, *bad = NULL;
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 	struct ibv_mr *fmr;
 	struct ibv_sge sge;
 
@@ -1070,7 +1084,7 @@ TEST_F(atomic, flush)
 /* The rkey must grant FLUSH (e->rb.mr does not); a bad one, nothing. */
 TEST_F(atomic, flush_no_right)
 {
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 	struct ibv_mr *fmr;
 
 	if (rc_cfg.is_rxe)
@@ -1087,7 +1101,7 @@ TEST_F(atomic, flush_no_right)
 
 TEST_F(atomic, flush_out_of_range)
 {
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 	struct ibv_mr *fmr;
 
 	if (rc_cfg.is_rxe)
@@ -1105,7 +1119,7 @@ TEST_F(atomic, flush_out_of_range)
 /* Persistence is asked of no vrdma QP or MR: Invalid Request. */
 TEST_F(atomic, flush_persistent)
 {
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 	struct ibv_mr *fmr;
 
 	if (rc_cfg.is_rxe)
@@ -1123,7 +1137,7 @@ TEST_F(atomic, flush_persistent)
 /* A WQE with no placement type, or an unknown level: a local error. */
 TEST_F(atomic, flush_bad_wqe)
 {
-	struct vrdma_send_wqe w;
+	union at_wqe w;
 
 	if (rc_cfg.is_rxe)
 		SKIP(return, "writes vrdma's SQ ring directly");
@@ -1138,6 +1152,244 @@ TEST_F(atomic, flush_bad_wqe)
 		  VRDMA_FLUSH_GLOBAL, 2);
 	placement_error(_metadata, self, &w, IBV_WC_LOC_QP_OP_ERR,
 			"FLUSH of selectivity level 2");
+}
+
+/* ---- masked atomics ------------------------------------------------------ */
+
+/*
+ * The masked atomics of kernel consumers (IB_WR_MASKED_ATOMIC_*), written
+ * into the SQ ring: rdma-core has no verb for them.
+ */
+static void masked_wqe(union at_wqe *u, struct at_env *e, uint64_t wr_id,
+		       int cas, size_t loff, size_t roff, uint64_t compare_add,
+		       uint64_t swap, uint64_t compare_add_mask,
+		       uint64_t swap_mask)
+{
+	struct vrdma_send_wqe *w = &u->w;
+	struct vrdma_atomic_masks *m = (void *)&w->sge[1];
+
+	memset(u, 0, sizeof(*u));
+	w->wr_id = wr_id;
+	w->opcode = cas ? VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP :
+			  VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+	w->flags = VRDMA_SEND_SIGNALED;
+	vrdma_wqe_set_atomic(w, (uintptr_t)e->rb.p + roff, e->rb.mr->rkey,
+			     compare_add, swap);
+	w->num_sge = 1;
+	w->sge[0].addr = (uintptr_t)e->la.p + loff;
+	w->sge[0].length = 8;
+	w->sge[0].lkey = e->la.mr->lkey;
+	m->compare_add_mask = compare_add_mask;
+	m->swap_mask = swap_mask;
+}
+
+/*
+ * What a masked atomic leaves in @old's word, bit by bit: compare-and-swap
+ * compares the bits of @cmask and swaps those of @smask; fetch-and-add adds
+ * with the carry out of every bit of @cmask dropped.
+ */
+static uint64_t masked_model(int cas, uint64_t old, uint64_t compare_add,
+			     uint64_t swap, uint64_t cmask, uint64_t smask)
+{
+	uint64_t r = 0;
+	int b, carry = 0;
+
+	if (cas)
+		return (old ^ compare_add) & cmask ? old :
+		       (old & ~smask) | (swap & smask);
+	for (b = 0; b < 64; b++) {
+		int sum = (int)(old >> b & 1) + (int)(compare_add >> b & 1) +
+			  carry;
+
+		r |= (uint64_t)(sum & 1) << b;
+		carry = (sum >> 1) && !(cmask >> b & 1);
+	}
+	return r;
+}
+
+struct masked_case {
+	int cas;
+	uint64_t old, compare_add, swap, cmask, smask;
+};
+
+/*
+ * Each case on the word at @roff: the original value comes back, the word
+ * is what the model says, and no other byte changes on either side.
+ */
+static void masked_run(struct __test_metadata *_metadata, struct at_env *e,
+		       const struct masked_case *c, int n, const char *what)
+{
+	uint8_t *limg = malloc(e->la.size), *rimg = malloc(e->rb.size);
+	const size_t roff = 72;
+	union at_wqe w;
+	int i;
+
+	ASSERT_NE(NULL, limg);
+	ASSERT_NE(NULL, rimg);
+	rc_fill(e->la.p, e->la.size, 0x63, 0);
+	rc_fill(e->rb.p, e->rb.size, 0x64, 0);
+	memcpy(limg, e->la.p, e->la.size);
+	memcpy(rimg, e->rb.p, e->rb.size);
+	for (i = 0; i < n; i++) {
+		uint64_t want = masked_model(c[i].cas, c[i].old,
+					     c[i].compare_add, c[i].swap,
+					     c[i].cmask, c[i].smask);
+		size_t loff = 8 * (i % 64);
+
+		wr64(e->rb.p + roff, c[i].old);
+		masked_wqe(&w, e, 0xd00 + i, c[i].cas, loff, roff,
+			   c[i].compare_add, c[i].swap, c[i].cmask,
+			   c[i].smask);
+		ring_post(_metadata, e->p.a.qp, &w);
+		expect_wc(_metadata, e, 0xd00 + i, IBV_WC_SUCCESS,
+			  c[i].cas ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD, 8,
+			  what);
+		EXPECT_EQ(c[i].old, rd64(e->la.p + loff)) {
+			TH_LOG("%s %d: returned %#" PRIx64, what, i,
+			       rd64(e->la.p + loff));
+		}
+		EXPECT_EQ(want, rd64(e->rb.p + roff)) {
+			TH_LOG("%s %d: %#" PRIx64 " %s %#" PRIx64 " / %#"
+			       PRIx64 " masks %#" PRIx64 " %#" PRIx64
+			       " left %#" PRIx64 ", not %#" PRIx64, what, i,
+			       c[i].old, c[i].cas ? "cas" : "add",
+			       c[i].compare_add, c[i].swap, c[i].cmask,
+			       c[i].smask, rd64(e->rb.p + roff), want);
+		}
+		memcpy(limg + loff, &c[i].old, 8);
+		memcpy(rimg + roff, &want, 8);
+	}
+	EXPECT_SAME_BYTES(e->la.p, limg, e->la.size, "requester memory");
+	EXPECT_SAME_BYTES(e->rb.p, rimg, e->rb.size, "responder memory");
+	free(limg);
+	free(rimg);
+}
+
+/*
+ * Masked compare-and-swap: only the bits of the compare mask are
+ * compared, only those of the swap mask swapped; all-ones masks are the
+ * plain operation (sent as the IBA's COMPARE SWAP), zero masks always
+ * "match" and change nothing.  Then random cases, half of them matching.
+ */
+TEST_F(atomic, masked_cas)
+{
+	struct masked_case c[96] = {
+		/* the low 48 bits match, bits 16-31 are swapped */
+		{ 1, 0x1122334455667788ull, 0xffff334455667788ull,
+		  0xaaaaaaaaaaaaaaaaull, 0x0000ffffffffffffull,
+		  0x00000000ffff0000ull },
+		/* one compared bit differs: unchanged */
+		{ 1, 0x1122334455667788ull, 0x1122334455667789ull,
+		  0xaaaaaaaaaaaaaaaaull, 0x00000000000000ffull,
+		  ~0ull },
+		/* nothing compared, nothing swapped */
+		{ 1, 0x0123456789abcdefull, 0, ~0ull, 0, 0 },
+		/* the plain operation, matching and not */
+		{ 1, 0x5555ull, 0x5555ull, 0x6666ull, ~0ull, ~0ull },
+		{ 1, 0x5555ull, 0x5554ull, 0x6666ull, ~0ull, ~0ull },
+		/* a swap mask beyond the compare mask */
+		{ 1, 0xf0f0f0f0f0f0f0f0ull, 0x00000000000000f0ull,
+		  0x0f0f0f0f0f0f0f0full, 0xffull, 0xffff0000ffff0000ull },
+	};
+	int i, n = 6;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	for (i = n; i < 96; i++) {
+		uint64_t cmask = pat64(0x51, i) & pat64(0x52, i);
+
+		c[i].cas = 1;
+		c[i].old = pat64(0x53, i);
+		c[i].compare_add = i % 2 ? c[i].old ^ (pat64(0x54, i) & ~cmask) :
+					   pat64(0x55, i);
+		c[i].swap = pat64(0x56, i);
+		c[i].cmask = cmask;
+		c[i].smask = pat64(0x57, i);
+	}
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	masked_run(_metadata, &self->e, c, 96, "masked CAS");
+}
+
+/*
+ * Masked fetch-and-add: the word split into fields at the mask's bits,
+ * each field added on its own, its carry out dropped (16-bit and 8-bit
+ * fields overflowing, every bit a field of its own); a mask of 0 is the
+ * plain operation (sent as the IBA's FETCH ADD), wrapping at 2^64.  Then
+ * random cases.
+ */
+TEST_F(atomic, masked_faa)
+{
+	struct masked_case c[96] = {
+		{ 0, 0xffff0001fffe7fffull, 0x0001000100030001ull, 0,
+		  0x8000800080008000ull, 0 },
+		{ 0, 0xff7f80fe01ff00ffull, 0x0181800201010101ull, 0,
+		  0x8080808080808080ull, 0 },
+		{ 0, 0x0123456789abcdefull, 0xfedcba9876543210ull, 0, ~0ull,
+		  0 },
+		{ 0, 0xfffffffffffffff0ull, 0x20ull, 0, 0, 0 },
+		/* a swap mask is no business of fetch-and-add */
+		{ 0, 0x10ull, 0x1ull, 0, 0x1ull, ~0ull },
+	};
+	int i, n = 5;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	for (i = n; i < 96; i++) {
+		c[i].old = pat64(0x61, i);
+		c[i].compare_add = pat64(0x62, i);
+		c[i].cmask = pat64(0x63, i) & pat64(0x64, i) & pat64(0x65, i);
+	}
+	env_create(_metadata, &self->e, self->da, self->db, NULL);
+	masked_run(_metadata, &self->e, c, 96, "masked FAA");
+}
+
+/*
+ * A masked atomic's WQE must have its one SGE (the masks take the second's
+ * place): none, or two, is a local QP operation error; the responder
+ * checks it as an atomic (misaligned: invalid request; an rkey without
+ * REMOTE_ATOMIC: remote access error).  No byte changes.
+ */
+TEST_F(atomic, masked_errors)
+{
+	static const struct {
+		int cas, num_sge;
+		size_t roff;
+		int no_atomic;
+		enum ibv_wc_status status;
+		const char *what;
+	} c[] = {
+		{ 1, 0, 64, 0, IBV_WC_LOC_QP_OP_ERR,
+		  "masked CAS without an SGE" },
+		{ 0, 2, 64, 0, IBV_WC_LOC_QP_OP_ERR,
+		  "masked FAA with two SGEs" },
+		{ 1, 1, 68, 0, IBV_WC_REM_INV_REQ_ERR, "masked CAS at +68" },
+		{ 0, 1, 64, 1, IBV_WC_REM_ACCESS_ERR,
+		  "masked FAA without REMOTE_ATOMIC" },
+	};
+	struct at_env *e = &self->e;
+	unsigned int i;
+
+	if (rc_cfg.is_rxe)
+		SKIP(return, "writes vrdma's SQ ring directly");
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct ibv_mr *mr = NULL;
+		union at_wqe w;
+
+		env_create(_metadata, e, self->da, self->db, NULL);
+		masked_wqe(&w, e, 0xd80 + i, c[i].cas, 0, c[i].roff, 1, 1, 1,
+			   1);
+		w.w.num_sge = c[i].num_sge;
+		if (c[i].no_atomic) {
+			mr = ibv_reg_mr(self->db->pd, e->rb.p, e->rb.size,
+					RC_ACCESS_ALL);
+			ASSERT_NE(NULL, mr);
+			w.w.atomic.rkey = mr->rkey;
+		}
+		placement_error(_metadata, self, &w, c[i].status, c[i].what);
+		if (mr)
+			ibv_dereg_mr(mr);
+		env_destroy(e);
+	}
 }
 
 /* ---- replay: lost answers, duplicates answered from the cache ------------ */

@@ -32,7 +32,8 @@ ATOMIC_TESTS="cas_success cas_failure faa_wrap misaligned misaligned_cas
 	mr_no_remote_atomic qp_no_remote_atomic out_of_bounds_end
 	out_of_bounds_start bad_rkey no_responder_resources bad_lkey
 	local_read_only local_length atomic_write atomic_write_misaligned
-	atomic_write_bad_rkey flush flush_no_right"
+	atomic_write_bad_rkey flush flush_no_right masked_cas masked_faa
+	masked_errors"
 XRC_TESTS="send two_srqs rdma_atomic multi_packet unknown_srqn other_xrcd
 	other_pd recv_other_pd srqn_24_bits srq_destroyed"
 DM_TESTS="send write_read atomics write_beyond_mr"

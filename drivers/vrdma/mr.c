@@ -851,9 +851,10 @@ static int vrdma_atomic_write_fn(void *kaddr, u32 len, u32 done, void *ctx)
  *
  * The operation ends in a 64-bit compare-and-exchange instruction on the
  * pinned page through its kernel mapping (repeated if the word changed
- * since it was read), not a read-modify-write under a lock.  Every atomic that targets this word -- from any QP, from any vrdma
- * device (two devices in loopback reach the same physical page through
- * their own MRs) -- executes that instruction on the same memory, so they
+ * since it was read), not a read-modify-write under a lock.  Every atomic
+ * that targets this word -- from any QP, from any vrdma device (two
+ * devices in loopback reach the same physical page through their own
+ * MRs) -- executes that instruction on the same memory, so they
  * are atomic with respect to each other without any shared lock: no
  * module-wide lock serialises unrelated QPs, and nothing has to be taken
  * in the right order.  The process's own CPU atomics on the word are

@@ -9,7 +9,11 @@
 # 2, 4 and 8 KiB, an MR with remote read access only, a reused MR
 # (LOCAL_INV, REG_MR, SEND), an RDMA READ into a region registered in the
 # same post; a SEND past the registration, or with a key invalidated
-# before it, must fail.  The receiver's bytes are checked.
+# before it, must fail.  The receiver's bytes are checked.  Then masked
+# atomics (IB_WR_MASKED_ATOMIC_*, RDS's atomics), and plain ones, into a
+# fast-registered region: the original value, the word left, the
+# completion's opcode; refused without REMOTE_ATOMIC on the region, and
+# with two SGEs (skipped where the device has no masked_atomic_cap).
 #
 # vrdma runs it twice: on the loopback path (local_direct=1, the default)
 # and with packets (local_direct=0).  Then no QP, CQ, MR or PD is left.

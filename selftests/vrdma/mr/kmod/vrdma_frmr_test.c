@@ -11,6 +11,12 @@
  * SEND, a range beyond the registration) on a fresh pair of QPs and
  * checks the completions and, byte by byte, what the receiver got.
  *
+ * Masked atomics too are kernel consumers' only (IB_WR_MASKED_ATOMIC_*,
+ * what RDS posts for every atomic): the atomic cases send them, and plain
+ * ones, into a fast-registered region, and check the original value, the
+ * word left and the completion's opcode; a region registered without
+ * REMOTE_ATOMIC (as RDS registers its MRs) is refused, unchanged.
+ *
  *   insmod vrdma_frmr_test.ko dev=vrdma0 [slow=N]
  *
  * One line per case in the kernel log, "vrdma_frmr_test: ok N NAME" or
@@ -134,7 +140,8 @@ static int ft_modify(struct ft_ctx *c, int i)
 	a.qp_state = IB_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = c->port;
-	a.qp_access_flags = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE;
+	a.qp_access_flags = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE |
+			    IB_ACCESS_REMOTE_ATOMIC;
 	ret = ib_modify_qp(c->qp[i], &a, IB_QP_STATE | IB_QP_PKEY_INDEX |
 			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
 	if (ret)
@@ -591,6 +598,270 @@ static const struct ft_case ft_cases[] = {
 	},
 };
 
+/* ---- masked atomics ---------------------------------------------------- */
+
+struct ft_atomic_case {
+	const char *name;
+	enum ib_wr_opcode op;
+	u64 old, compare_add, swap, compare_add_mask, swap_mask;
+	int access;		/* of the target region */
+	int num_sge;		/* 0: 1 */
+	enum ib_wc_status status;
+};
+
+static bool ft_masked(enum ib_wr_opcode op)
+{
+	return op == IB_WR_MASKED_ATOMIC_CMP_AND_SWP ||
+	       op == IB_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+}
+
+static bool ft_cas(enum ib_wr_opcode op)
+{
+	return op == IB_WR_ATOMIC_CMP_AND_SWP ||
+	       op == IB_WR_MASKED_ATOMIC_CMP_AND_SWP;
+}
+
+/*
+ * The word an atomic leaves, bit by bit: compare-and-swap compares the
+ * bits of the compare mask and swaps those of the swap mask; fetch-and-add
+ * drops the carry out of every bit of its mask.
+ */
+static u64 ft_atomic_model(const struct ft_atomic_case *t)
+{
+	u64 cmask = t->compare_add_mask, smask = t->swap_mask, r = 0;
+	int b, carry = 0;
+
+	if (!ft_masked(t->op)) {
+		cmask = ft_cas(t->op) ? ~0ULL : 0;
+		smask = ~0ULL;
+	}
+	if (ft_cas(t->op))
+		return (t->old ^ t->compare_add) & cmask ? t->old :
+		       (t->old & ~smask) | (t->swap & smask);
+	for (b = 0; b < 64; b++) {
+		int sum = (int)(t->old >> b & 1) +
+			  (int)(t->compare_add >> b & 1) + carry;
+
+		r |= (u64)(sum & 1) << b;
+		carry = (sum >> 1) && !(cmask >> b & 1);
+	}
+	return r;
+}
+
+static enum ib_wc_opcode ft_atomic_wc(enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_MASKED_ATOMIC_CMP_AND_SWP:
+		return IB_WC_MASKED_COMP_SWAP;
+	case IB_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_MASKED_FETCH_ADD;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	default:
+		return IB_WC_FETCH_ADD;
+	}
+}
+
+#define FT_WORD_OFF	8	/* the target word, in the region at c->dst */
+
+/*
+ * QP 1 registers the first page of c->dst, QP 0 sends the atomic to the
+ * word at FT_WORD_OFF with its result into c->hdr (the PD's local DMA
+ * lkey).  No other byte of either buffer may change.
+ */
+static int ft_atomic_run(struct ft_ctx *c, const struct ft_atomic_case *t)
+{
+	u64 want = t->status == IB_WC_SUCCESS ? ft_atomic_model(t) : t->old;
+	struct ib_sge sge[2];
+	struct ib_atomic_wr aw = {
+		.wr = { .wr_id = FT_WR_DATA, .opcode = t->op,
+			.send_flags = IB_SEND_SIGNALED, .sg_list = sge,
+			.num_sge = t->num_sge ? t->num_sge : 1 },
+		.compare_add = t->compare_add, .swap = t->swap,
+		.compare_add_mask = t->compare_add_mask,
+		.swap_mask = t->swap_mask,
+	};
+	struct scatterlist sg;
+	u64 *word = (u64 *)(c->dst + FT_WORD_OFF), got;
+	struct ib_mr *mr;
+	struct ib_wc wc;
+	u64 dma;
+	int ret, k;
+
+	ret = ft_qps_up(c);
+	if (ret)
+		return ret;
+	memset(c->dst, FT_RECV_FILL, PAGE_SIZE);
+	*word = t->old;
+	memset(c->hdr, FT_RECV_FILL, FT_HDR_SIZE);
+	mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(mr)) {
+		ret = ft_fail(c, "ib_alloc_mr: %ld", PTR_ERR(mr));
+		goto out_qps;
+	}
+	sg_init_one(&sg, c->dst, PAGE_SIZE);
+	if (ib_dma_map_sg(c->dev, &sg, 1, DMA_BIDIRECTIONAL) != 1) {
+		ret = ft_fail(c, "ib_dma_map_sg failed");
+		goto out_mr;
+	}
+	ret = ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE);
+	if (ret != 1) {
+		ret = ft_fail(c, "ib_map_mr_sg: %d", ret);
+		goto out_unmap;
+	}
+	ret = ft_reg_alone(c, 1, mr, t->access);
+	if (ret)
+		goto out_unmap;
+
+	dma = ib_dma_map_single(c->dev, c->hdr, FT_HDR_SIZE, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(c->dev, dma)) {
+		ret = ft_fail(c, "ib_dma_map_single failed");
+		goto out_unmap;
+	}
+	for (k = 0; k < 2; k++) {
+		sge[k].addr = dma + 8 * k;
+		sge[k].length = 8 / aw.wr.num_sge;
+		sge[k].lkey = c->pd->local_dma_lkey;
+	}
+	aw.remote_addr = mr->iova + FT_WORD_OFF;
+	aw.rkey = mr->rkey;
+	ret = ib_post_send(c->qp[0], &aw.wr, NULL);
+	if (t->num_sge == 2) {
+		/* The masks take the second SGE's place: not postable. */
+		if (ret != -EINVAL)
+			ret = ft_fail(c, "post with two SGEs: %d, want %d",
+				      ret, -EINVAL);
+		else
+			ret = 0;
+		goto out_dma;
+	}
+	if (ret) {
+		ret = ft_fail(c, "post atomic: %d", ret);
+		goto out_dma;
+	}
+	ret = ft_expect_wc(c, 0, FT_WR_DATA, t->status, &wc);
+	if (ret)
+		goto out_dma;
+	if (t->status == IB_WC_SUCCESS &&
+	    (wc.opcode != ft_atomic_wc(t->op) || wc.byte_len != 8)) {
+		ret = ft_fail(c, "completion opcode %d byte_len %u, want %d 8",
+			      wc.opcode, wc.byte_len, ft_atomic_wc(t->op));
+		goto out_dma;
+	}
+	memcpy(&got, c->hdr, sizeof(got));
+	if (t->status == IB_WC_SUCCESS && got != t->old) {
+		ret = ft_fail(c, "returned %#llx, want %#llx", got, t->old);
+		goto out_dma;
+	}
+	if (*word != want) {
+		ret = ft_fail(c, "the word is %#llx, want %#llx", *word, want);
+		goto out_dma;
+	}
+	for (k = 0; k < PAGE_SIZE; k++) {
+		if ((k < FT_WORD_OFF || k >= FT_WORD_OFF + 8) &&
+		    c->dst[k] != FT_RECV_FILL) {
+			ret = ft_fail(c, "target byte %d changed", k);
+			goto out_dma;
+		}
+	}
+	for (k = t->status == IB_WC_SUCCESS ? 8 : 0; k < FT_HDR_SIZE; k++) {
+		if (c->hdr[k] != FT_RECV_FILL) {
+			ret = ft_fail(c, "result byte %d changed", k);
+			goto out_dma;
+		}
+	}
+out_dma:
+	/* Nothing may be using the MR when it goes: the QPs first. */
+	ft_qps_down(c);
+	ib_dma_unmap_single(c->dev, dma, FT_HDR_SIZE, DMA_FROM_DEVICE);
+out_unmap:
+	ft_qps_down(c);
+	ib_dma_unmap_sg(c->dev, &sg, 1, DMA_BIDIRECTIONAL);
+out_mr:
+	ib_dereg_mr(mr);
+out_qps:
+	ft_qps_down(c);
+	return ret;
+}
+
+#define FT_ATOMIC	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_ATOMIC)
+
+static const struct ft_atomic_case ft_atomic_cases[] = {
+	{
+		.name = "masked CAS: the low 48 bits compared, bits 16-31 swapped",
+		.op = IB_WR_MASKED_ATOMIC_CMP_AND_SWP,
+		.old = 0x1122334455667788ULL,
+		.compare_add = 0xffff334455667788ULL,
+		.swap = 0xaaaaaaaaaaaaaaaaULL,
+		.compare_add_mask = 0x0000ffffffffffffULL,
+		.swap_mask = 0x00000000ffff0000ULL, .access = FT_ATOMIC,
+	}, {
+		.name = "masked CAS: a compared bit differs, nothing swapped",
+		.op = IB_WR_MASKED_ATOMIC_CMP_AND_SWP,
+		.old = 0x1122334455667788ULL,
+		.compare_add = 0x1122334455667789ULL, .swap = ~0ULL,
+		.compare_add_mask = 0xff, .swap_mask = ~0ULL,
+		.access = FT_ATOMIC,
+	}, {
+		.name = "masked CAS with all-ones masks (the IBA's COMPARE SWAP)",
+		.op = IB_WR_MASKED_ATOMIC_CMP_AND_SWP,
+		.old = 5, .compare_add = 5, .swap = 6,
+		.compare_add_mask = ~0ULL, .swap_mask = ~0ULL,
+		.access = FT_ATOMIC,
+	}, {
+		.name = "masked FAA: four 16-bit fields, carries dropped",
+		.op = IB_WR_MASKED_ATOMIC_FETCH_AND_ADD,
+		.old = 0xffff0001fffe7fffULL,
+		.compare_add = 0x0001000100030001ULL,
+		.compare_add_mask = 0x8000800080008000ULL,
+		.access = FT_ATOMIC,
+	}, {
+		.name = "masked FAA with mask 0 (the IBA's FETCH ADD), wrapping",
+		.op = IB_WR_MASKED_ATOMIC_FETCH_AND_ADD,
+		.old = 0xfffffffffffffff0ULL, .compare_add = 0x20,
+		.access = FT_ATOMIC,
+	}, {
+		.name = "a plain FAA beside them",
+		.op = IB_WR_ATOMIC_FETCH_AND_ADD,
+		.old = 41, .compare_add = 1, .access = FT_ATOMIC,
+	}, {
+		.name = "masked FAA into a region without REMOTE_ATOMIC (as RDS registers) is refused",
+		.op = IB_WR_MASKED_ATOMIC_FETCH_AND_ADD,
+		.old = 7, .compare_add = 1, .access = FT_RW,
+		.status = IB_WC_REM_ACCESS_ERR,
+	}, {
+		.name = "masked CAS with two SGEs cannot be posted",
+		.op = IB_WR_MASKED_ATOMIC_CMP_AND_SWP,
+		.old = 1, .compare_add = 1, .swap = 2, .compare_add_mask = 1,
+		.swap_mask = 2, .access = FT_ATOMIC, .num_sge = 2,
+	},
+};
+
+/* Run the atomic cases, numbered from @first; returns how many failed. */
+static int ft_atomic_cases_run(struct ft_ctx *c, int first)
+{
+	bool masked = c->dev->attrs.masked_atomic_cap != IB_ATOMIC_NONE;
+	int i, failed = 0;
+
+	for (i = 0; i < ARRAY_SIZE(ft_atomic_cases); i++) {
+		const struct ft_atomic_case *t = &ft_atomic_cases[i];
+
+		c->why[0] = 0;
+		if (!masked && ft_masked(t->op)) {
+			pr_info("vrdma_frmr_test: ok %d %s # SKIP no masked atomics on %s\n",
+				first + i, t->name, dev);
+		} else if (ft_atomic_run(c, t)) {
+			pr_info("vrdma_frmr_test: not ok %d %s: %s\n",
+				first + i, t->name, c->why);
+			failed++;
+		} else {
+			pr_info("vrdma_frmr_test: ok %d %s\n", first + i,
+				t->name);
+		}
+	}
+	return failed;
+}
+
 static int __init ft_init(void)
 {
 	struct ft_ctx *c;
@@ -631,6 +902,7 @@ static int __init ft_init(void)
 				ft_cases[i].name);
 		}
 	}
+	failed += ft_atomic_cases_run(c, i + 1);
 out:
 	if (!IS_ERR_OR_NULL(c->pd))
 		ib_dealloc_pd(c->pd);
@@ -651,4 +923,4 @@ static void __exit ft_exit(void)
 module_init(ft_init);
 module_exit(ft_exit);
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("vrdma selftest: fast-reg MR keys in gather lists");
+MODULE_DESCRIPTION("vrdma selftest: fast-reg MR keys in gather lists, masked atomics");

@@ -34,7 +34,11 @@ an address past B's MR must fail (a status not 0, or sendmsg refuses),
 B's page untouched.  A's socket uses TOS TOS (and TOS + 1, TOS + 2 for
 the two that fail), so its RDS connections are its own: one an atomic
 broke (an error completion drops the connection, and RDS sends the
-message again on the next one) leaves the others alone.
+message again on the next one) leaves the others alone.  RDS registers
+the MRs it maps (REG_MR, net/rds/ib_frmr.c) with REMOTE_READ and
+REMOTE_WRITE but without REMOTE_ATOMIC, so a device that checks an
+atomic's rkey for that right, as the IBA requires, answers every RDS
+atomic with a remote access error (status 1, RDS_RDMA_REMOTE_ERROR).
 
 info prints RDS's connections ("conn LADDR FADDR TRANSPORT FLAGS"), its IB
 connections ("ibconn SRC DST ...") and its counters ("counter NAME VALUE").
@@ -601,7 +605,11 @@ def atomic(args):
         status, err = atomic_one(a, b, addr_b, kind, cookie.value, local,
                                  off, values, seq)
         if err or status:
-            return f'{desc}: ' + (err or f'status {status_name(status)}')
+            err = err or f'status {status_name(status)}'
+            if status == 1:
+                err += (' (RDS\'s MRs grant no REMOTE_ATOMIC: see '
+                        'rds_xfer.py\'s help)')
+            return f'{desc}: {err}'
         try:
             data, _ = recv_cmsg(b, -1)
         except (BlockingIOError, TimeoutError):

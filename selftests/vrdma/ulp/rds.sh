@@ -20,7 +20,8 @@
 #     notice done, each word A gets back and B's word after it checked
 #     against a model; a cookie of no MR and an address past B's MR fail
 #     with B's page untouched.  RDS hands the device every atomic as a
-#     masked one (IB_WR_MASKED_ATOMIC_*); rdma_rxe has none: a skip there
+#     masked one (IB_WR_MASKED_ATOMIC_*); rdma_rxe has none: a skip there.
+#     RDS's MRs grant no REMOTE_ATOMIC (rds_xfer.py tells what follows)
 #   RDS's connection is on the IB transport, the device counters grew by
 #     at least the bytes sent; vrdma: messages, RDMA and atomics once
 #     through its local path (local_direct=1, its default), once as

@@ -607,8 +607,8 @@ def atomic(args):
         if err or status:
             err = err or f'status {status_name(status)}'
             if status == 1:
-                err += (' (RDS\'s MRs grant no REMOTE_ATOMIC: see '
-                        'rds_xfer.py\'s help)')
+                err += (' (RDS\'s MRs grant no REMOTE_ATOMIC: see the '
+                        'head of rds_xfer.py)')
             return f'{desc}: {err}'
         try:
             data, _ = recv_cmsg(b, -1)

@@ -43,7 +43,7 @@
 #
 # make check-long runs it on the host: lib.sh then boots a VM (scripts/vm-run,
 # output in out/rds) and runs itself there.
-VRDMA_OWN_VM=1200
+VRDMA_OWN_VM=1500
 . "$(dirname "$0")/../lib/lib.sh"
 
 TYPE=${VRDMA_TEST_TYPE:-vrdma}

@@ -3,7 +3,8 @@
 """rds.sh's RDS program: messages and RDMA between two RDS sockets.
 
   rds_xfer.py xfer [--both] [--rdma PLAN] [--timeout S] IP_A IP_B PORT PLAN
-  rds_xfer.py atomic [--tos TOS] [--count N] [--timeout S] IP_A IP_B PORT
+  rds_xfer.py atomic [--tos TOS] [--count N] [--timeout S] [--refused]
+                     IP_A IP_B PORT
   rds_xfer.py info
   rds_xfer.py bind IP
 
@@ -39,6 +40,9 @@ the MRs it maps (REG_MR, net/rds/ib_frmr.c) with REMOTE_READ and
 REMOTE_WRITE but without REMOTE_ATOMIC, so a device that checks an
 atomic's rkey for that right, as the IBA requires, answers every RDS
 atomic with a remote access error (status 1, RDS_RDMA_REMOTE_ERROR).
+With --refused that is what is checked: one atomic of each kind, each
+on a connection of its own (TOS, TOS + 1, ...), must end with status 1,
+B's page unchanged.
 
 info prints RDS's connections ("conn LADDR FADDR TRANSPORT FLAGS"), its IB
 connections ("ibconn SRC DST ...") and its counters ("counter NAME VALUE").
@@ -629,6 +633,9 @@ def atomic(args):
         counts[kind] += 1
         return None
 
+    if args.refused:
+        return atomic_refused(args, a, b, addr_a, addr_b, remote, local,
+                              cookie)
     err = None
     for i, (what, word, kind, values) in enumerate(atomic_fixed_cases()):
         # Each at a word of its own, the first at the start of the page.
@@ -691,6 +698,47 @@ def atomic(args):
     for e in nothing_more([b], 1):
         print(f'rds_xfer: atomics: {e}')
         ok = False
+    b.close()
+    if ok:
+        print('rds_xfer: atomics: ok')
+    return 0 if ok else 1
+
+
+def atomic_refused(args, a, b, addr_a, addr_b, remote, local, cookie):
+    """--refused: the device checks an atomic's rkey for REMOTE_ATOMIC, which
+    RDS's MRs lack: one atomic of each kind must end in a remote access
+    error (RDS_RDMA_REMOTE_ERROR), B's page unchanged.  Each goes from a
+    socket of its own: the error drops the connection, and RDS sends the
+    message again on the next one until the socket is closed."""
+    a.close()
+    ok = True
+    firsts = {}
+    for what, word, kind, values in atomic_fixed_cases():
+        firsts.setdefault(kind, (what, word, values))
+    for seq, (kind, (what, word, values)) in enumerate(firsts.items()):
+        remote.mm[0:8] = struct.pack('<Q', word)
+        before = remote.data()
+        a = rds_socket(*addr_a, tos=args.tos + seq)
+        set_rcvtimeo(a, args.timeout)
+        status, err = atomic_one(a, b, addr_b, kind, cookie.value, local, 0,
+                                 values, seq)
+        a.close()
+        time.sleep(1)
+        if not err and status != 1:
+            err = f'status {status_name(status)}, not 1 (REMOTE_ERROR)'
+        if not err and remote.data() != before:
+            err = 'B\'s page changed'
+        if err:
+            print(f'rds_xfer: atomics: {what}: {err}')
+            ok = False
+        else:
+            print(f'rds_xfer: atomics: {what}: refused (status 1), '
+                  'B\'s page unchanged')
+    for e in nothing_more([b], 1):
+        print(f'rds_xfer: atomics: {e}')
+        ok = False
+    b.setsockopt(SOL_RDS, RDS_FREE_MR,
+                 struct.pack('<QQ', cookie.value, RDS_RDMA_INVALIDATE))
     b.close()
     if ok:
         print('rds_xfer: atomics: ok')
@@ -766,6 +814,7 @@ def main():
     at.add_argument('--tos', type=int, default=1)
     at.add_argument('--count', type=int, default=200)
     at.add_argument('--timeout', type=int, default=30)
+    at.add_argument('--refused', action='store_true')
     at.add_argument('ip_a')
     at.add_argument('ip_b')
     at.add_argument('port', type=int)

@@ -15,9 +15,19 @@
 #   messages of 1 B, 100 B, 4 KiB, 64 KiB, 1 MiB (RDS's largest; one
 #     byte more is refused) and random sizes, both ways at once; then RDMA
 #     WRITE and READ into buffers the other side mapped (RDS_CMSG_RDMA_MAP)
+#   RDS's atomics into a page B mapped: CSWP, FADD and their masked forms
+#     (RDS_CMSG_[MASKED_]ATOMIC_*).  RDS hands the device every atomic as
+#     a masked one (IB_WR_MASKED_ATOMIC_*), into an MR it registered
+#     without REMOTE_ATOMIC (net/rds/ib_frmr.c, 6.1 and 6.12): vrdma,
+#     checking the rkey's rights as the IBA requires, must refuse each
+#     (RDS_RDMA_REMOTE_ERROR), B's page unchanged, and RDS's connection
+#     must recover.  rdma_rxe has no masked atomics: a skip there.
+#     (rds_xfer.py atomic without --refused checks results and words
+#     against a model, for an RDS whose MRs grant the right.)
 #   RDS's connection is on the IB transport, the device counters grew by
-#     at least the bytes sent; vrdma: once through its local path
-#     (local_direct=1, its default), once as packets (local_direct=0)
+#     at least the bytes sent; vrdma: messages, RDMA and atomics once
+#     through its local path (local_direct=1, its default), once as
+#     packets (local_direct=0)
 #   teardown: rds_rdma and rds unload, no QP, CQ, MR or PD of either
 #     device left, the devices delete
 #
@@ -30,11 +40,12 @@
 #
 # VRDMA_TEST_TYPE=vrdma (default) or rxe (Soft-RoCE, validates the test).
 # VRDMA_RDS_PLAN, VRDMA_RDS_PKT_PLAN (the packet pass), VRDMA_RDS_RDMA_PLAN:
-# rds_xfer.py's plans (SIZExCOUNT,...).
+# rds_xfer.py's plans (SIZExCOUNT,...); VRDMA_RDS_ATOMICS: how many random
+# atomics.
 #
 # make check-long runs it on the host: lib.sh then boots a VM (scripts/vm-run,
 # output in out/rds) and runs itself there.
-VRDMA_OWN_VM=1200
+VRDMA_OWN_VM=1500
 . "$(dirname "$0")/../lib/lib.sh"
 
 TYPE=${VRDMA_TEST_TYPE:-vrdma}
@@ -45,6 +56,7 @@ PORT=18634
 PLAN=${VRDMA_RDS_PLAN:-1x2000,100x2000,4096x500,65536x200,1048576x20,randx100}
 PKT_PLAN=${VRDMA_RDS_PKT_PLAN:-1x300,100x300,4096x100,65536x20,1048576x2,randx10}
 RDMA_PLAN=${VRDMA_RDS_RDMA_PLAN:-4096x4,65536x4,1048576x2}
+ATOMICS=${VRDMA_RDS_ATOMICS:-200}
 XFER=$(dirname "$0")/rds_xfer.py
 PARAM=/sys/module/vrdma/parameters/local_direct
 
@@ -153,6 +165,29 @@ xfer()
 	fi
 }
 
+# atomics DESC TOS: rds_xfer.py's atomics from $IP0 (on RDS connections of
+# type of service TOS to TOS + 2, apart from the messages') into a page
+# $IP1 mapped.
+atomics()
+{
+	local desc=$1 tos=$2 out rc t0=$SECONDS n0
+
+	if [ "$TYPE" = rxe ]; then
+		_tap_n=$((_tap_n + 1))
+		echo "ok $_tap_n $desc # SKIP rxe: no masked atomics, and RDS sends every atomic masked"
+		return
+	fi
+	n0=$(dmesg | wc -l)
+	out=$(timeout -k 10 $((600 * SLOW)) python3 "$XFER" atomic --refused \
+		--tos "$tos" --count "$ATOMICS" --timeout $((20 * SLOW)) \
+		"$IP0" "$IP1" "$PORT" 2>&1)
+	rc=$?
+	printf '%s\n' "$out" | sed 's/^/# /'
+	[ "$rc" -eq 0 ] || { dmesg_since "$n0"; state_dump; }
+	check_match "$desc: each refused, B's page unchanged ($((SECONDS - t0)) s)" \
+		'^rds_xfer: atomics: ok$' "$out"
+}
+
 cleanup
 dmesg -C
 check "rds_tcp is not loaded (RDS cannot fall back to TCP)" \
@@ -190,10 +225,12 @@ check "RDS's RC QPs are on $D0 ($(rds_qps "$D0")) and $D1 ($(rds_qps "$D1"))" \
 	test "$(rds_qps "$D0")" -ge 1 -a "$(rds_qps "$D1")" -ge 1
 printf '%s\n' "$info" | grep -E '^counter (ib_(tx|rx)_(cq_event|rdma|send)|ib_rdma_mr|recv_delivered|send_queued)' |
 	grep -v ' 0$' | sed 's/^/# /'
+atomics "RDS atomics (CSWP, FADD, masked CSWP and FADD)" 1
 
 if [ "$TYPE" = vrdma ] && [ -w "$PARAM" ]; then
 	echo 0 >"$PARAM"
 	xfer "as packets (local_direct=0)" "$PKT_PLAN" --rdma "$RDMA_PLAN"
+	atomics "as packets (local_direct=0): RDS atomics" 11
 	echo 1 >"$PARAM"
 fi
 printf 'statistic show link %s/1\nstatistic show link %s/1\n' "$D0" "$D1" |

@@ -35,6 +35,15 @@
  *                       rights on the QP or the key, misaligned, out of
  *                       range, wrong lengths, reserved FETH values): each
  *                       NAKed as the IBA classes it, no byte changed
+ *   masked_atomic_responder  vrdma's masked atomics (0xc0, 0xc1): executed
+ *                       as the bit-by-bit model says, answered by ATOMIC
+ *                       ACKNOWLEDGEs with the original value; a duplicate
+ *                       answered from the responder resources, not
+ *                       executed again; headers short of the
+ *                       MaskedAtomicETH dropped as malformed, unanswered
+ *   masked_atomic_forged  masked atomics misaligned, with an rkey or a QP
+ *                       without REMOTE_ATOMIC: NAKed as atomics are, no
+ *                       byte changed; one at a UC QP dropped as malformed
  * As requester (the fake peer responds):
  *   go_back_n           a sequence error NAK in the middle of a message:
  *                       exactly the packets from the NAK'd PSN are resent
@@ -54,6 +63,11 @@
  *   max_rd_atomic       no more READs outstanding than max_rd_atomic; a
  *                       READ posted behind one held back rings no doorbell
  *                       (the SQ ring's no_doorbell)
+ *   masked_atomic_requester  masked atomics leave as 0xc0/0xc1 with the
+ *                       AtomicETH and the MaskedAtomicETH, field by field,
+ *                       or, with the plain operation's masks, as COMPARE
+ *                       SWAP / FETCH ADD; ATOMIC ACKs complete them with
+ *                       the original values
  *   answer_due          with QUIET_DEPTH SENDs awaiting their ACKs, WQEs
  *                       posted ring no doorbell and wait; the next ACK
  *                       sends them, from the receive softirq; once all
@@ -82,7 +96,8 @@
  *                       one tasklet run's budget, and answered in order
  *
  * VRDMA_TEST_TYPE=rxe runs the same against rdma_rxe, to check the test;
- * vrdma's counters are not checked then.  Runs as root in the test VM;
+ * vrdma's counters are not checked then, and the masked atomic tests,
+ * which rxe has not, skip.  Runs as root in the test VM;
  * main() sets up the namespace, the veth pair, the device and the fake
  * peer's sockets, and removes them at exit.
  */
@@ -117,6 +132,7 @@
 
 #include "ns_suite.h"
 #include "wire_lib.h"
+#include "vrdma.h"
 
 /* BTH opcodes of RC (IBA table 38) */
 enum {
@@ -127,7 +143,12 @@ enum {
 	OP_READ_RESP_LAST, OP_READ_RESP_ONLY, OP_ACK, OP_ATOMIC_ACK,
 	OP_CMP_SWAP, OP_FETCH_ADD,
 	OP_FLUSH = 0x1c, OP_ATOMIC_WRITE = 0x1d,
+	/* vrdma's masked atomics: AtomicETH, then MaskedAtomicETH */
+	OP_MASKED_CMP_SWAP = 0xc0, OP_MASKED_FETCH_ADD = 0xc1,
 };
+
+/* BTH, AtomicETH and MaskedAtomicETH: a masked atomic's whole header */
+#define MASKED_HDR	(12 + 28 + 16)
 
 /* FETH: placement type (global visibility 1, persistence 2), level */
 #define FETH(type, level)	((type) | (level) << 4)
@@ -164,6 +185,8 @@ static int ext_len(uint8_t op)
 		return 12;			/* AETH, AtomicAckETH */
 	case OP_CMP_SWAP: case OP_FETCH_ADD:
 		return 28;			/* AtomicETH */
+	case OP_MASKED_CMP_SWAP: case OP_MASKED_FETCH_ADD:
+		return 44;			/* AtomicETH, MaskedAtomicETH */
 	case OP_ATOMIC_WRITE:
 		return 16;			/* RETH */
 	case OP_FLUSH:
@@ -185,6 +208,9 @@ struct tx {
 	uint32_t imm;		/* ImmDt, network order */
 	uint64_t orig;		/* AtomicAckETH */
 	uint32_t feth;		/* FETH */
+	uint64_t swap_add, comp;		/* AtomicETH, */
+	uint64_t swap_add_mask, comp_mask;	/* MaskedAtomicETH */
+	uint32_t cut;		/* extension header bytes left off the end */
 	const void *data;
 	uint32_t len;
 	int icrc;		/* ICRC_* */
@@ -199,6 +225,20 @@ enum {
 
 static uint16_t ip_id = 1;
 
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return be64toh(v);
+}
+
 /*
  * Send @t to vrdma: IPv4 and UDP headers, BTH, extension headers, payload,
  * pad and the ICRC, from the raw socket in the namespace.
@@ -212,7 +252,8 @@ static int peer_send(const struct tx *t)
 	struct in_addr src;
 	int el = ext_len(t->op);
 
-	len = WIRE_HDR_LEN + el + t->len + pad + 4;
+	/* A header cut short: the fields are written, not all sent. */
+	len = WIRE_HDR_LEN + el - t->cut + t->len + pad + 4;
 	memset(pkt, 0, len);
 	if (!++ip_id)
 		ip_id = 1;
@@ -261,8 +302,20 @@ static int peer_send(const struct tx *t)
 			memcpy(p + 4, &orig, 8);
 		break;
 	}
+	case OP_CMP_SWAP: case OP_FETCH_ADD:
+	case OP_MASKED_CMP_SWAP: case OP_MASKED_FETCH_ADD:
+		put_be64(p, t->va);
+		v = htonl(t->rkey);
+		memcpy(p + 8, &v, 4);
+		put_be64(p + 12, t->swap_add);
+		put_be64(p + 20, t->comp);
+		if (el == 44) {
+			put_be64(p + 28, t->swap_add_mask);
+			put_be64(p + 36, t->comp_mask);
+		}
+		break;
 	}
-	p += el;
+	p += el - t->cut;
 	if (t->len)
 		memcpy(p, t->data, t->len);
 	if (t->icrc == ICRC_IBA)
@@ -284,6 +337,9 @@ struct rx {
 	uint32_t msn;
 	uint64_t va;
 	uint32_t rkey, dmalen;
+	uint64_t orig;		/* AtomicAckETH */
+	uint8_t ext[44];	/* the extension headers as sent */
+	int el, pad;
 	uint8_t data[4096];
 	uint32_t len;
 };
@@ -312,7 +368,10 @@ static int peer_recv(struct rx *r, int ms)
 	el = ext_len(r->op);
 	if (n < 12 + el + pad + 4)
 		return 0;
-	if (el == 16 || el == 20 || el == 28) {
+	r->el = el;
+	r->pad = pad;
+	memcpy(r->ext, buf + 12, el);
+	if (el == 16 || el == 20 || el == 28 || el == 44) {
 		uint64_t va;
 		uint32_t v;
 
@@ -323,13 +382,16 @@ static int peer_recv(struct rx *r, int ms)
 		memcpy(&v, buf + 24, 4);
 		r->dmalen = ntohl(v);
 	}
-	if (el == 28)
+	if (el >= 28)
 		r->dmalen = 0;	/* AtomicETH: the rest is swap and compare */
 	if (r->op == OP_ACK || r->op == OP_READ_RESP_FIRST ||
-	    r->op == OP_READ_RESP_LAST || r->op == OP_READ_RESP_ONLY) {
+	    r->op == OP_READ_RESP_LAST || r->op == OP_READ_RESP_ONLY ||
+	    r->op == OP_ATOMIC_ACK) {
 		r->syn = buf[12];
 		r->msn = (buf[13] << 16) | (buf[14] << 8) | buf[15];
 	}
+	if (r->op == OP_ATOMIC_ACK)
+		r->orig = get_be64(buf + 16);
 	r->len = n - 12 - el - pad - 4;
 	if (r->len > sizeof(r->data))
 		return 0;
@@ -348,6 +410,10 @@ static const char *op_name(uint8_t op)
 		"CMP_SWAP", "FETCH_ADD",
 	};
 
+	if (op == OP_MASKED_CMP_SWAP)
+		return "MASKED_CMP_SWAP";
+	if (op == OP_MASKED_FETCH_ADD)
+		return "MASKED_FETCH_ADD";
 	return op <= OP_FETCH_ADD ? names[op] : "?";
 }
 
@@ -385,6 +451,7 @@ struct peer_opts {
 	int access;		/* 0: REMOTE_WRITE | REMOTE_READ */
 	enum ibv_mtu path_mtu;	/* 0: the port's */
 	int max_inline;
+	enum ibv_qp_type qp_type;	/* 0: IBV_QPT_RC; or IBV_QPT_UC */
 };
 
 FIXTURE(wire) {
@@ -432,8 +499,10 @@ static void peer_connect(struct __test_metadata *_metadata,
 	struct rc_opts o = { 0 };
 	struct ibv_qp_attr a;
 	union ibv_gid dgid;
+	int uc = po->qp_type == IBV_QPT_UC;
 
 	o.max_inline = po->max_inline;
+	o.qp_type = po->qp_type;
 	rc_opts_default(&o, &self->d);
 	rc_qp_create(_metadata, &self->q, &self->d, &o);
 	self->q.timeout = po->timeout;
@@ -452,11 +521,13 @@ static void peer_connect(struct __test_metadata *_metadata,
 	a.min_rnr_timer = po->min_rnr_timer ? po->min_rnr_timer : 1;
 	if (po->path_mtu)
 		a.path_mtu = po->path_mtu;
-	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a, RC_RTR_MASK));
+	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a,
+				   uc ? UC_RTR_MASK : RC_RTR_MASK));
 	rc_rts_attr(&a, &self->q, po->sq_psn);
 	if (po->max_rd_atomic)
 		a.max_rd_atomic = po->max_rd_atomic;
-	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a, RC_RTS_MASK));
+	ASSERT_EQ(0, ibv_modify_qp(self->q.qp, &a,
+				   uc ? UC_RTS_MASK : RC_RTS_MASK));
 	vrdma_qpn = self->q.qp->qp_num;
 }
 
@@ -2322,6 +2393,463 @@ TEST_F(wire, placement_forged)
 	free(img);
 	if (fmr)
 		ibv_dereg_mr(fmr);
+}
+
+/* ---- masked atomics ---------------------------------------------------- */
+
+/*
+ * What a masked atomic leaves in the word @old, bit by bit: compare-and-
+ * swap compares the bits of @comp_mask and swaps those of @swap_add_mask;
+ * fetch-and-add adds with the carry out of every bit of @swap_add_mask
+ * dropped (its compare operand and mask are not looked at).
+ */
+static uint64_t masked_model(uint8_t op, uint64_t old, uint64_t swap_add,
+			     uint64_t comp, uint64_t swap_add_mask,
+			     uint64_t comp_mask)
+{
+	uint64_t r = 0;
+	int b, carry = 0;
+
+	if (op == OP_MASKED_CMP_SWAP)
+		return (old ^ comp) & comp_mask ? old :
+		       (old & ~swap_add_mask) | (swap_add & swap_add_mask);
+	for (b = 0; b < 64; b++) {
+		int sum = (int)(old >> b & 1) + (int)(swap_add >> b & 1) +
+			  carry;
+
+		r |= (uint64_t)(sum & 1) << b;
+		carry = (sum >> 1) && !(swap_add_mask >> b & 1);
+	}
+	return r;
+}
+
+/*
+ * A masked atomic written into the QP's SQ ring, the masks in the second
+ * SGE's place (uapi/rdma/vrdma-abi.h): rdma-core has no verb for it.  Its
+ * result goes to @loff of the fixture's buffer.
+ */
+static void post_masked(struct __test_metadata *_metadata,
+			FIXTURE_DATA(wire) *self, uint64_t wr_id, int cas,
+			uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+			uint64_t swap, uint64_t compare_add_mask,
+			uint64_t swap_mask, size_t loff)
+{
+	struct vrdma_uring *r = &to_vqp(self->q.qp)->sq.ring;
+	struct vrdma_send_wqe *w = vrdma_uring_entry(r, r->head);
+	struct vrdma_atomic_masks *m = (void *)&w->sge[1];
+	struct ibv_send_wr *bad;
+
+	ASSERT_LE(VRDMA_SEND_WQE_HDR_SIZE + 2 * sizeof(struct vrdma_sge),
+		  r->entry_size);
+	memset(w, 0, r->entry_size);
+	w->wr_id = wr_id;
+	w->opcode = cas ? VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP :
+			  VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+	w->flags = VRDMA_SEND_SIGNALED;
+	vrdma_wqe_set_atomic(w, raddr, rkey, compare_add, swap);
+	w->num_sge = 1;
+	w->sge[0].addr = (uintptr_t)self->b.p + loff;
+	w->sge[0].length = 8;
+	w->sge[0].lkey = self->b.mr->lkey;
+	m->compare_add_mask = compare_add_mask;
+	m->swap_mask = swap_mask;
+	r->head++;
+	vrdma_uring_publish(r);
+	/* The provider's doorbell: a POST_SEND without work requests. */
+	ASSERT_EQ(0, ibv_cmd_post_send(self->q.qp, NULL, &bad));
+}
+
+/*
+ * Masked atomics as the requester sends them: those whose masks are not
+ * the plain operation's as vrdma's opcodes, with the AtomicETH (address,
+ * rkey, swap or addend, compare) and then the MaskedAtomicETH (swap or
+ * field mask, compare mask), big endian, no payload; a compare-and-swap
+ * with both masks all ones and a fetch-and-add with a mask of 0 as the
+ * IBA's COMPARE SWAP and FETCH ADD with their 28-byte AtomicETH.  The
+ * fetch-and-add's compare operand and swap mask are not its business and
+ * must not show.  ATOMIC ACKNOWLEDGEs complete them, as the IBA's atomics,
+ * with the original values in the local buffer.
+ */
+TEST_F(wire, masked_atomic_requester)
+{
+	static const struct {
+		int cas;
+		uint64_t compare_add, swap, cmask, smask;
+		uint8_t op;
+	} c[] = {
+		{ 1, 0xffff334455667788ull, 0xaaaaaaaaaaaaaaaaull,
+		  0x0000ffffffffffffull, 0x00000000ffff0000ull,
+		  OP_MASKED_CMP_SWAP },
+		{ 0, 0x0001000100030001ull, 0x5a5a5a5a5a5a5a5aull,
+		  0x8000800080008000ull, 0x0123456789abcdefull,
+		  OP_MASKED_FETCH_ADD },
+		/* everything compared, not everything swapped: masked */
+		{ 1, 0x1111111111111111ull, 0x2222222222222222ull, ~0ull,
+		  0xfffffffffffffffeull, OP_MASKED_CMP_SWAP },
+		/* nothing compared, everything swapped: masked */
+		{ 1, 0x3333333333333333ull, 0x4444444444444444ull, 0, ~0ull,
+		  OP_MASKED_CMP_SWAP },
+		{ 1, 0x5555555555555555ull, 0x6666666666666666ull, ~0ull,
+		  ~0ull, OP_CMP_SWAP },
+		{ 0, 0x7777777777777777ull, 0x8888888888888888ull, 0, ~0ull,
+		  OP_FETCH_ADD },
+	};
+	const int n = sizeof(c) / sizeof(c[0]);
+	struct peer_opts po = { .sq_psn = 0x9100, .rq_psn = 0x100,
+				.timeout = 20 };
+	uint8_t *img = malloc(self->b.size);
+	const size_t loff = 8192;
+	uint32_t s = po.sq_psn;
+	struct rx r;
+	int i;
+
+	if (rc_cfg.is_rxe)
+		SKIP(free(img); return,
+		     "rxe has no masked atomics, and this writes vrdma's SQ ring");
+	ASSERT_NE(NULL, img);
+	peer_connect(_metadata, self, &po);
+	fill(self->b.p, self->b.size, 0x29);
+	for (i = 0; i < n; i++)
+		post_masked(_metadata, self, 0x300 + i, c[i].cas,
+			    0x100000000ull + 0x1000 * i + 8 * i, 0x7100 + i,
+			    c[i].compare_add, c[i].swap, c[i].cmask,
+			    c[i].smask, loff + 8 * i);
+	for (i = 0; i < n; i++) {
+		int masked = c[i].op == OP_MASKED_CMP_SWAP ||
+			     c[i].op == OP_MASKED_FETCH_ADD;
+		uint64_t swap_add = c[i].cas ? c[i].swap : c[i].compare_add;
+		uint64_t comp = c[i].cas ? c[i].compare_add : 0;
+
+		EXPECT_PKT(&r, c[i].op, s + i, 1000);
+		if (r.op != c[i].op)
+			continue;
+		EXPECT_EQ(masked ? 44 : 28, r.el);
+		EXPECT_EQ(0, r.pad);
+		EXPECT_EQ(0u, r.len) {
+			TH_LOG("%d: %u bytes after the headers", i, r.len);
+		}
+		EXPECT_EQ(0x100000000ull + 0x1000 * i + 8 * i,
+			  get_be64(r.ext));
+		EXPECT_EQ(0x7100u + i, r.rkey);
+		EXPECT_EQ(swap_add, get_be64(r.ext + 12)) {
+			TH_LOG("%d: swap/add field %#llx", i,
+			       (unsigned long long)get_be64(r.ext + 12));
+		}
+		EXPECT_EQ(comp, get_be64(r.ext + 20)) {
+			TH_LOG("%d: compare field %#llx", i,
+			       (unsigned long long)get_be64(r.ext + 20));
+		}
+		if (!masked)
+			continue;
+		EXPECT_EQ(c[i].cas ? c[i].smask : c[i].cmask,
+			  get_be64(r.ext + 28)) {
+			TH_LOG("%d: swap/add mask %#llx", i,
+			       (unsigned long long)get_be64(r.ext + 28));
+		}
+		EXPECT_EQ(c[i].cas ? c[i].cmask : 0, get_be64(r.ext + 36)) {
+			TH_LOG("%d: compare mask %#llx", i,
+			       (unsigned long long)get_be64(r.ext + 36));
+		}
+	}
+	EXPECT_QUIET("after the atomics");
+	EXPECT_CQ_EMPTY(self->q.scq, "before any answer");
+
+	memcpy(img, self->b.p, self->b.size);
+	for (i = 0; i < n; i++) {
+		uint64_t orig = 0xfedcba9876543210ull ^ (uint64_t)i << 40;
+
+		ASSERT_EQ(0, peer_send(&(struct tx){
+			.op = OP_ATOMIC_ACK, .psn = s + i, .syn = SYN_ACK,
+			.msn = i + 1, .orig = orig,
+		}));
+		memcpy(img + loff + 8 * i, &orig, 8);
+	}
+	for (i = 0; i < n; i++)
+		expect_send_wc(_metadata, self, 0x300 + i, IBV_WC_SUCCESS,
+			       c[i].cas ? IBV_WC_COMP_SWAP : IBV_WC_FETCH_ADD);
+	EXPECT_EQ(0, memcmp(self->b.p, img, self->b.size)) {
+		for (i = 0; i < n; i++)
+			TH_LOG("%d: returned %#llx", i, (unsigned long long)
+			       get_be64(self->b.p + loff + 8 * i));
+	}
+	EXPECT_QUIET("after the ATOMIC ACKs");
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+	free(img);
+}
+
+/*
+ * An MR over the fixture's buffer that grants REMOTE_ATOMIC too (the
+ * fixture's own does not).
+ */
+static struct ibv_mr *atomic_mr(FIXTURE_DATA(wire) *self)
+{
+	return ibv_reg_mr(self->d.pd, self->b.p, self->b.size,
+			  RC_ACCESS_ALL | IBV_ACCESS_REMOTE_ATOMIC);
+}
+
+/* A forged masked atomic: the word it is sent at, the operands. */
+struct masked_req {
+	uint8_t op;
+	uint64_t old;		/* the word before */
+	uint64_t swap_add, comp, swap_add_mask, comp_mask;
+};
+
+static int send_masked(uint32_t psn, const struct masked_req *q, uint64_t va,
+		       uint32_t rkey, uint32_t cut)
+{
+	return peer_send(&(struct tx){
+		.op = q->op, .psn = psn, .ackreq = 1, .va = va, .rkey = rkey,
+		.swap_add = q->swap_add, .comp = q->comp,
+		.swap_add_mask = q->swap_add_mask, .comp_mask = q->comp_mask,
+		.cut = cut,
+	});
+}
+
+/* An ATOMIC ACKNOWLEDGE for @psn with MSN @msn returning @orig. */
+#define EXPECT_ATOMIC_ACK(r, psn_, msn_, orig_) do { \
+	EXPECT_PKT((r), OP_ATOMIC_ACK, (psn_), 1000); \
+	EXPECT_EQ(SYN_ACK, (r)->syn); \
+	EXPECT_EQ((uint32_t)(msn_), (r)->msn); \
+	EXPECT_EQ((uint64_t)(orig_), (r)->orig) { \
+		TH_LOG("PSN %#x: orig %#llx", (psn_), \
+		       (unsigned long long)(r)->orig); \
+	} \
+} while (0)
+
+/*
+ * Masked atomics from the wire (vrdma's opcodes 0xc0, 0xc1): each executed
+ * as the model says and answered by an ATOMIC ACKNOWLEDGE with the word's
+ * original value -- compares failing, masks of 0, swap masks beyond the
+ * compare mask, fields overflowing, every bit a field, a fetch-and-add's
+ * compare operand and mask ignored.  A duplicate, with operands that
+ * would change the word, is answered again from the responder resources
+ * with the same value and not executed again.  Headers cut short of their
+ * MaskedAtomicETH (one as long as a plain AtomicETH) are dropped,
+ * counted as malformed, not answered; the QP goes on.
+ */
+TEST_F(wire, masked_atomic_responder)
+{
+	static const struct masked_req c[] = {
+		/* the low 48 bits match, bits 16-31 are swapped */
+		{ OP_MASKED_CMP_SWAP, 0x1122334455667788ull,
+		  0xaaaaaaaaaaaaaaaaull, 0xffff334455667788ull,
+		  0x00000000ffff0000ull, 0x0000ffffffffffffull },
+		/* one compared bit differs: unchanged */
+		{ OP_MASKED_CMP_SWAP, 0x1122334455667788ull,
+		  0xaaaaaaaaaaaaaaaaull, 0x1122334455667789ull, ~0ull,
+		  0x00000000000000ffull },
+		/* nothing compared, nothing swapped */
+		{ OP_MASKED_CMP_SWAP, 0x0123456789abcdefull, ~0ull, 0, 0, 0 },
+		/* a swap mask beyond the compare mask */
+		{ OP_MASKED_CMP_SWAP, 0xf0f0f0f0f0f0f0f0ull,
+		  0x0f0f0f0f0f0f0f0full, 0x00000000000000f0ull,
+		  0xffff0000ffff0000ull, 0xffull },
+		/* 16-bit and 8-bit fields overflowing */
+		{ OP_MASKED_FETCH_ADD, 0xffff0001fffe7fffull,
+		  0x0001000100030001ull, 0, 0x8000800080008000ull, 0 },
+		{ OP_MASKED_FETCH_ADD, 0xff7f80fe01ff00ffull,
+		  0x0181800201010101ull, 0, 0x8080808080808080ull, 0 },
+		/* every bit a field; compare operand and mask ignored */
+		{ OP_MASKED_FETCH_ADD, 0x0123456789abcdefull,
+		  0xfedcba9876543210ull, 0x1234, ~0ull, ~0ull },
+		/* no field boundary: the plain sum, wrapping at 2^64 */
+		{ OP_MASKED_FETCH_ADD, 0xfffffffffffffff0ull, 0x20ull, 0, 0,
+		  0 },
+	};
+	const int n = sizeof(c) / sizeof(c[0]);
+	struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x9400,
+				.access = IBV_ACCESS_REMOTE_WRITE |
+					  IBV_ACCESS_REMOTE_READ |
+					  IBV_ACCESS_REMOTE_ATOMIC };
+	long long replayed = counter("atomic_replayed");
+	long long bad = counter("malformed");
+	uint8_t *word = self->b.p + 4096, *img = malloc(self->b.size);
+	uint32_t p = po.rq_psn, rkey;
+	struct masked_req dup;
+	struct ibv_mr *amr;
+	uint64_t now;
+	struct rx r;
+	int i;
+
+	if (rc_cfg.is_rxe)
+		SKIP(free(img); return, "rxe has no masked atomics");
+	ASSERT_NE(NULL, img);
+	amr = atomic_mr(self);
+	ASSERT_NE(NULL, amr);
+	rkey = amr->rkey;
+	peer_connect(_metadata, self, &po);
+	fill(self->b.p, self->b.size, 0x37);
+	memcpy(img, self->b.p, self->b.size);
+	for (i = 0; i < n; i++) {
+		uint64_t want = masked_model(c[i].op, c[i].old, c[i].swap_add,
+					     c[i].comp, c[i].swap_add_mask,
+					     c[i].comp_mask);
+
+		memcpy(word, &c[i].old, 8);
+		ASSERT_EQ(0, send_masked(p + i, &c[i], (uintptr_t)word, rkey,
+					 0));
+		EXPECT_ATOMIC_ACK(&r, p + i, i + 1, c[i].old);
+		memcpy(&now, word, 8);
+		EXPECT_EQ(want, now) {
+			TH_LOG("%d: %s of %#llx left %#llx, not %#llx", i,
+			       op_name(c[i].op),
+			       (unsigned long long)c[i].old,
+			       (unsigned long long)now,
+			       (unsigned long long)want);
+		}
+	}
+	memcpy(img + 4096, word, 8);
+	EXPECT_EQ(0, memcmp(self->b.p, img, self->b.size)) {
+		TH_LOG("bytes beside the word changed");
+	}
+
+	/*
+	 * The duplicate of the one before the last, with another addend:
+	 * executed again, it would change the word.
+	 */
+	dup = c[n - 2];
+	dup.swap_add = 0x0badc0de0badc0deull;
+	ASSERT_EQ(0, send_masked(p + n - 2, &dup, (uintptr_t)word, rkey, 0));
+	EXPECT_ATOMIC_ACK(&r, p + n - 2, n - 1, c[n - 2].old);
+	EXPECT_QUIET("after the duplicate");
+	EXPECT_EQ(0, memcmp(self->b.p, img, self->b.size)) {
+		TH_LOG("the duplicate was executed again");
+	}
+	EXPECT_COUNTER(1, "atomic_replayed", replayed);
+
+	/*
+	 * Short of the MaskedAtomicETH: by all of it (what is left looks like
+	 * a COMPARE SWAP's header), by a word, by a byte.
+	 */
+	dup = c[0];
+	ASSERT_EQ(0, send_masked(p + n, &dup, (uintptr_t)word, rkey, 16));
+	dup.op = OP_MASKED_FETCH_ADD;
+	ASSERT_EQ(0, send_masked(p + n, &dup, (uintptr_t)word, rkey, 8));
+	ASSERT_EQ(0, send_masked(p + n, &c[0], (uintptr_t)word, rkey, 1));
+	EXPECT_QUIET("truncated masked atomics");
+	EXPECT_COUNTER(3, "malformed", bad);
+	EXPECT_EQ(0, memcmp(self->b.p, img, self->b.size)) {
+		TH_LOG("a truncated masked atomic was executed");
+	}
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+
+	/* The QP goes on at that PSN. */
+	memcpy(word, &c[4].old, 8);
+	ASSERT_EQ(0, send_masked(p + n, &c[4], (uintptr_t)word, rkey, 0));
+	EXPECT_ATOMIC_ACK(&r, p + n, n + 1, c[4].old);
+	memcpy(&now, word, 8);
+	EXPECT_EQ(masked_model(c[4].op, c[4].old, c[4].swap_add, c[4].comp,
+			       c[4].swap_add_mask, c[4].comp_mask), now);
+	EXPECT_QUIET("after the last");
+	EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+	ibv_dereg_mr(amr);
+	free(img);
+}
+
+/*
+ * Forged masked atomics checked as atomics, each on a fresh QP: a
+ * misaligned address is an invalid request, an rkey without
+ * REMOTE_ATOMIC a remote access error, a QP without REMOTE_ATOMIC an
+ * invalid request; each NAKed, the QP in error, no byte changed.  And a
+ * masked atomic at a UC QP, every field right: not UC's opcode, dropped
+ * as malformed, nothing answered or changed, the QP in RTS.
+ */
+TEST_F(wire, masked_atomic_forged)
+{
+	static const struct masked_req cas = {
+		OP_MASKED_CMP_SWAP, 0, 0x1111111111111111ull, 0, ~0ull, 0,
+	}, faa = {
+		OP_MASKED_FETCH_ADD, 0, 0x0101010101010101ull, 0,
+		0x8080808080808080ull, 0,
+	};
+	static const struct {
+		const char *what;
+		const struct masked_req *q;
+		uint32_t off;
+		int key_no_atomic;
+		int qp_no_atomic;
+		uint8_t syn;
+	} fc[] = {
+		{ "masked CAS, misaligned", &cas, 4100, 0, 0, SYN_NAK_INV },
+		{ "masked FAA, misaligned", &faa, 4097, 0, 0, SYN_NAK_INV },
+		{ "masked CAS, rkey without REMOTE_ATOMIC", &cas, 4096, 1, 0,
+		  SYN_NAK_ACC },
+		{ "masked FAA, rkey without REMOTE_ATOMIC", &faa, 4096, 1, 0,
+		  SYN_NAK_ACC },
+		{ "masked FAA, QP without REMOTE_ATOMIC", &faa, 4096, 0, 1,
+		  SYN_NAK_INV },
+	};
+	uint8_t *img = malloc(self->b.size);
+	struct ibv_mr *amr;
+	unsigned int i;
+	long long bad;
+
+	if (rc_cfg.is_rxe)
+		SKIP(free(img); return, "rxe has no masked atomics");
+	ASSERT_NE(NULL, img);
+	amr = atomic_mr(self);
+	ASSERT_NE(NULL, amr);
+	for (i = 0; i < sizeof(fc) / sizeof(fc[0]); i++) {
+		struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x9800 };
+		long long naks = counter("nak_sent");
+		struct rx r;
+
+		po.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    (fc[i].qp_no_atomic ? 0 : IBV_ACCESS_REMOTE_ATOMIC);
+		fill(self->b.p, self->b.size, 0x41 + i);
+		memcpy(img, self->b.p, self->b.size);
+		peer_connect(_metadata, self, &po);
+		ASSERT_EQ(0, send_masked(po.rq_psn, fc[i].q,
+					 (uintptr_t)self->b.p + fc[i].off,
+					 fc[i].key_no_atomic ? self->b.mr->rkey :
+					 amr->rkey, 0));
+		ASSERT_EQ(1, peer_recv(&r, 1000)) {
+			TH_LOG("%s: no answer", fc[i].what);
+		}
+		EXPECT_EQ(OP_ACK, r.op) {
+			TH_LOG("%s: answered with %s", fc[i].what,
+			       op_name(r.op));
+		}
+		EXPECT_EQ(po.rq_psn, r.psn);
+		EXPECT_EQ(fc[i].syn, r.syn) {
+			TH_LOG("%s: syndrome %#x, expected %#x", fc[i].what,
+			       r.syn, fc[i].syn);
+		}
+		EXPECT_QUIET(fc[i].what);
+		EXPECT_COUNTER(1, "nak_sent", naks);
+		EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(self->q.qp)) {
+			TH_LOG("%s: QP state", fc[i].what);
+		}
+		EXPECT_EQ(0, memcmp(self->b.p, img, self->b.size)) {
+			TH_LOG("%s: the buffer changed", fc[i].what);
+		}
+		rc_qp_destroy(&self->q);
+		memset(&self->q, 0, sizeof(self->q));
+		peer_drain();
+	}
+
+	/* UC has no atomics: the opcode is not one of its transport. */
+	{
+		struct peer_opts po = { .sq_psn = 0x100, .rq_psn = 0x9c00,
+					.access = IBV_ACCESS_REMOTE_WRITE,
+					.qp_type = IBV_QPT_UC };
+
+		fill(self->b.p, self->b.size, 0x4f);
+		memcpy(img, self->b.p, self->b.size);
+		peer_connect(_metadata, self, &po);
+		bad = counter("malformed");
+		ASSERT_EQ(0, send_masked(po.rq_psn, &cas,
+					 (uintptr_t)self->b.p + 4096, amr->rkey,
+					 0));
+		EXPECT_QUIET("a masked atomic at a UC QP");
+		EXPECT_COUNTER(1, "malformed", bad);
+		EXPECT_EQ(0, memcmp(self->b.p, img, self->b.size)) {
+			TH_LOG("a UC QP executed a masked atomic");
+		}
+		EXPECT_EQ(IBV_QPS_RTS, rc_qp_state(self->q.qp));
+	}
+	ibv_dereg_mr(amr);
+	free(img);
 }
 
 /* ---- late answers ------------------------------------------------------ */

@@ -18,6 +18,16 @@
  * round draws the RC target's remote rights (any of REMOTE_WRITE, _READ,
  * _ATOMIC) and the UC target's.
  *
+ * vrdma's masked atomics (0xc0, 0xc1: an AtomicETH and a MaskedAtomicETH
+ * of masks drawn from none, all, field boundaries, single bits and any)
+ * are among the well formed requests to the RC target, and among the
+ * others now and then with the MaskedAtomicETH cut short or missing
+ * under a valid ICRC; the UC target gets them too, which UC has not.  An
+ * ATOMIC ACK of the RC target at the PSN of an intact one is counted.  So
+ * that the RC target executes them all through a round, not in its first
+ * packets only, it is connected again (receives and requests posted
+ * anew) whenever it has fallen into ERR, as the XRC target is.
+ *
  * XRC: every round also has an XRC target QP in XRC domain X1, whose two
  * XRC SRQs are S1 (in PD1, the RC target's) and S2 (in PD3, no QP's), and
  * an XRC SRQ S3 in another domain X2 (in PD2); each SRQ has receives
@@ -35,8 +45,8 @@
  * messages of several packets go to it, now and then with its SRQ
  * destroyed, the target reset or another SRQ named midway.  The quiet
  * phase adds XRC requests from the local socket and fz3, and from the
- * wire requests and answers of one transport to QPs of the other (each
- * must count as malformed).
+ * wire requests and answers of one transport to QPs of the other, masked
+ * atomics at the XRC QPs among them (each must count as malformed).
  *
  * Meanwhile an RC pair between DEV0 and DEV1 moves data across the same
  * veth and checks every byte (fz_live_start); its QPN is never forged, as
@@ -173,6 +183,13 @@ enum { PK_RC, PK_UC, PK_XTGT, PK_XINI };
 #define XRC		0xa0
 #define XRC_SRQS	3		/* S1, S2 (the target's XRCD), S3 */
 #define XRC_WRID	0x58524300	/* | SRQ index: the XRC SRQs' WQEs */
+/*
+ * vrdma's masked atomics, RC only: an AtomicETH, then a MaskedAtomicETH
+ * (swap/add mask, compare mask: 16 bytes); answered by ATOMIC ACKs.
+ */
+#define MASKED_CAS	0xc0
+#define MASKED_FAA	0xc1
+#define MASKED_EL	(28 + 16)
 #define OTHER_XRC_WRID	0x4f580000	/* the other user's XRC SRQ's */
 #define OTHER_PEER_QPN	0x4f0000	/* the other user's RC QP's peer */
 #define UD_DST_QPN	0xfff100	/* where UD sends go: nobody */
@@ -254,7 +271,17 @@ static struct {
 	unsigned long wrong_answers;	/* a READ/ATOMIC answered sans right */
 	unsigned long wrong_range;	/* an opcode outside its transport's */
 	unsigned long quiet_answers;	/* answers in the quiet phase */
+	unsigned long masked_acks;	/* ATOMIC ACKs of masked atomics */
 } cap;
+
+/*
+ * The PSNs (+ 1, 0: none) at which the round's RC target was sent an
+ * intact masked atomic at its expected PSN: an ATOMIC ACK there answers
+ * it (or a duplicate of it), which shows that masked atomics get as far
+ * as being executed.
+ */
+#define MASKED_PSNS	1024
+static uint32_t masked_psn[MASKED_PSNS];
 
 /*
  * The target QPs of a round.  The XRC target (xt) is in XRC domain X1,
@@ -276,6 +303,7 @@ struct target {
 	uint32_t srqn[XRC_SRQS];
 	int srq_gone[XRC_SRQS];		/* destroyed during the round */
 	int xt_resets;			/* reset and connected again */
+	int rc_resets;			/* the RC target's, the same */
 	uint32_t prev[NTGT];		/* the previous round's QPNs, or 0 */
 };
 
@@ -315,6 +343,11 @@ static int rc_like(uint8_t op)
 	return (op >> 5) <= 1 || (op >> 5) == (XRC >> 5);
 }
 
+static int masked_atomic(int op)
+{
+	return op == MASKED_CAS || op == MASKED_FAA;
+}
+
 /* Extension header bytes of BTH opcode @op (IBA table 38), or -1. */
 static int ext_len(uint8_t op)
 {
@@ -337,6 +370,8 @@ static int ext_len(uint8_t op)
 		if (xrc_req(op))
 			return 4 + rc[op & 0x1f];
 		return xrc_answer(op) ? rc[op & 0x1f] : -1;
+	case 6:		/* vrdma's: the masked atomics */
+		return masked_atomic(op) ? MASKED_EL : -1;
 	default:
 		return -1;
 	}
@@ -428,6 +463,7 @@ static void put64(uint8_t *p, uint64_t v)
 struct fuzz_stats {
 	unsigned long sent, bad_icrc, truncated, mutated, send_err;
 	unsigned long xrc, xrc_short, xrc_srq_destroyed, xrc_seq;
+	unsigned long masked, masked_short;	/* masked atomics sent */
 };
 
 /* ---- XRC SRQ numbers -------------------------------------------------- */
@@ -596,13 +632,40 @@ static void pick_key_va_xrc(struct fz_rng *r, int k, uint32_t len,
 		key_va_region(r, pd_regions[k][fz_below(r, 8)], len, rkey, va);
 }
 
-/* A request opcode that executes something, well formed. */
-static int pick_request(struct fz_rng *r)
+/*
+ * A request opcode that executes something, well formed: for RC also the
+ * masked atomics, which have no XRC opcodes.
+ */
+static int pick_request(struct fz_rng *r, int xrc)
 {
 	static const uint8_t ops[] = { 0x04, 0x0a, 0x0c, 0x0c, 0x0c, 0x13,
-				       0x14 };
+				       0x14, MASKED_CAS, MASKED_FAA };
 
-	return ops[fz_below(r, sizeof(ops))];
+	return ops[fz_below(r, sizeof(ops) - (xrc ? 2 : 0))];
+}
+
+/*
+ * The masks of a masked atomic: none (the plain operation's, or every
+ * bit), field boundaries of 8, 16, 32 bits, single bits, or any.
+ */
+static uint64_t pick_mask(struct fz_rng *r)
+{
+	switch (fz_below(r, 8)) {
+	case 0:
+		return 0;
+	case 1:
+		return ~0ull;
+	case 2:
+		return 0x8080808080808080ull;
+	case 3:
+		return 0x8000800080008000ull;
+	case 4:
+		return 0x8000000080000000ull;
+	case 5:
+		return 1ull << fz_below(r, 64);
+	default:
+		return fz_u64(r);
+	}
 }
 
 /*
@@ -630,12 +693,14 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		if (fz_one_in(r, 3)) {
 			/* At the expected PSN or a few behind (duplicates). */
 			clean = 1;
-			op = pick_request(r);
+			op = pick_request(r, 0);
 			psn = t->rc_exp - (fz_one_in(r, 2) ? 0 :
 					   1 + fz_below(r, 3));
 		} else {
 			/* XRC's opcodes too: not for an RC QP. */
 			op = fz_below(r, 0x20) | (fz_one_in(r, 8) ? XRC : 0);
+			if (fz_one_in(r, 16))
+				op = MASKED_CAS + fz_below(r, 2);
 			if ((op & 0x1f) >= 0x0d && (op & 0x1f) <= 0x12)
 				psn = t->rc_sq_psn + fz_below(r, 16) - 4;
 			else
@@ -654,7 +719,7 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		qpn = t->xt->qp_num;
 		if (fz_one_in(r, 2)) {
 			clean = 1;
-			op = XRC + pick_request(r);
+			op = XRC + pick_request(r, 1);
 			psn = t->xt_exp - (fz_one_in(r, 2) ? 0 :
 					   1 + fz_below(r, 3));
 		} else {
@@ -686,6 +751,8 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 	case 4: case 5:
 		qpn = t->uc->qp_num;
 		op = 0x20 + fz_below(r, 0x20);
+		if (fz_one_in(r, 16))		/* RC only */
+			op = MASKED_CAS + fz_below(r, 2);
 		psn = t->uc_exp + (fz_one_in(r, 2) ? 0 : fz_below(r, 16) - 4);
 		exp = &t->uc_exp;
 		fam = 1;
@@ -713,7 +780,7 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 				psn = fz_u32(r);
 			} else {
 				qpn = g.other.rc_qpn;
-				op = fz_one_in(r, 2) ? pick_request(r) :
+				op = fz_one_in(r, 2) ? pick_request(r, 0) :
 				     fz_below(r, 0x20);
 				psn = g.other_exp - fz_below(r, 3);
 				exp = &g.other_exp;
@@ -744,6 +811,14 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		el = fz_below(r, 4);
 		st->xrc_short++;
 	}
+	/* A MaskedAtomicETH cut short or missing, under a valid ICRC. */
+	if (masked_atomic(op)) {
+		st->masked++;
+		if (!clean && fz_one_in(r, 4)) {
+			el = 28 + fz_below(r, 16);
+			st->masked_short++;
+		}
+	}
 	switch (fz_below(r, 8)) {
 	case 0:
 		plen = 0;
@@ -760,7 +835,8 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 	default:
 		plen = fz_below(r, mtu + 1);
 	}
-	if ((op & 0x1f) == 0x0c || (op & 0x1f) == 0x13 || (op & 0x1f) == 0x14)
+	if ((op & 0x1f) == 0x0c || (op & 0x1f) == 0x13 ||
+	    (op & 0x1f) == 0x14 || masked_atomic(op))
 		plen = clean ? 0 : plen;	/* requests without payload */
 	if (el < 4 && xrc_req(op))
 		plen = 0;
@@ -800,7 +876,8 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		xo = el;	/* cut short: nothing more */
 		op = -1;
 	}
-	switch (op < 0 || !rc_like(op) ? -1 : op & 0x1f) {
+	switch (masked_atomic(op) ? 0x13 : op < 0 || !rc_like(op) ? -1 :
+		op & 0x1f) {
 	case 0x06: case 0x0a: case 0x0b: case 0x0c:	/* RETH */
 		if (clean) {
 			uint32_t dl = (op & 0x1f) == 0x0c ?
@@ -826,8 +903,16 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 			uint32_t key;
 			uint64_t va;
 
+			/*
+			 * A masked atomic half the time into an MR that may
+			 * grant it, the plain ones' other keys being the
+			 * same checks for it: so that it is executed.
+			 */
 			if (xo)
 				pick_key_va_xrc(r, xk, 8, &key, &va);
+			else if (masked_atomic(op) && fz_one_in(r, 2))
+				key_va_region(r, fz_one_in(r, 2) ? R_AO :
+					      R_GRANTED, 8, &key, &va);
 			else
 				pick_key_va(r, 8, &key, &va);
 			put64(p + xo, va & ~7ull);
@@ -837,6 +922,16 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 		put64(p + xo, pick_va(r, 8) & (fz_one_in(r, 4) ? ~0ull : ~7ull));
 		put32(p + xo + 8, pick_rkey(r));
 		break;
+	}
+	/* The masks, as far as the header goes. */
+	if (masked_atomic(op)) {
+		uint8_t m[16];
+
+		put64(m, pick_mask(r));
+		put64(m + 8, pick_mask(r));
+		memcpy(p + 28, m, el - 28);
+	}
+	switch (op < 0 || !rc_like(op) ? -1 : op & 0x1f) {
 	case 0x0d: case 0x0f: case 0x10: case 0x11: case 0x12:	/* AETH */
 		p[0] = fz_one_in(r, 2) ? 0x1f : fz_u32(r);
 		break;
@@ -897,6 +992,13 @@ static int fuzz_one(struct fz_rng *r, struct target *t,
 	    ((op & 0x1f) <= 0x0c || (op & 0x1f) == 0x13 ||
 	     (op & 0x1f) == 0x14 || (op & 0x1f) >= 0x16))
 		*exp = (*exp + 1) & 0xffffff;
+	/* A masked atomic whole, at an RC QP: as any RC request. */
+	if (exp && !damaged && ((psn ^ *exp) & 0xffffff) == 0 &&
+	    masked_atomic(op) && fam == 0 && el == MASKED_EL) {
+		if (exp == &t->rc_exp && !plen)
+			masked_psn[psn % MASKED_PSNS] = (psn & 0xffffff) + 1;
+		*exp = (*exp + 1) & 0xffffff;
+	}
 
 	st->sent++;
 	if (sendto(g.raw, pkt, len, 0, (struct sockaddr *)&to,
@@ -1404,6 +1506,9 @@ static void capture_one(uint8_t *p, size_t n)
 			printf("# a packet of opcode %#x to QP %#x PSN %#x %s\n",
 			       op, dqpn, psn, why);
 	}
+	if (rop == 0x12 && kind == PK_RC && round == g.round % PEERS &&
+	    masked_psn[psn % MASKED_PSNS] == psn + 1)
+		cap.masked_acks++;
 	/* An ATOMIC ACK returns the original value: the QP may read it. */
 	if (rop == 0x12 && acc > 0 && (acc & RA) && n >= hl + 8 + 24)
 		memset(bth + 16, 0, 8);
@@ -1666,7 +1771,7 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 			struct quiet_stats *qs, const char *when)
 {
 	struct inj in[24];
-	uint8_t ext[32];
+	uint8_t ext[48];
 	uint32_t mtu = (128u << g.mtu) > 1024 ? 1024 : 128u << g.mtu;
 	long long wn, mal;
 	struct ibv_wc wc;
@@ -1719,8 +1824,15 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 			break;
 		case 4:
 			put64(ext + 12, 1);
-			inj_build(r, &in[n++], rt, 0x14, t->rc->qp_num,
-				  t->rc_exp, ext, 28, 0);
+			if (fz_one_in(r, 2)) {
+				inj_build(r, &in[n++], rt, 0x14, t->rc->qp_num,
+					  t->rc_exp, ext, 28, 0);
+				break;
+			}
+			/* masked: 16-bit fields; a CAS compares nothing */
+			put64(ext + 28, 0x8000800080008000ull);
+			inj_build(r, &in[n++], rt, MASKED_CAS + (i & 1),
+				  t->rc->qp_num, t->rc_exp, ext, MASKED_EL, 0);
 			break;
 		case 5:		/* the first of the RC target's READ's */
 			memset(ext, 0, 4);
@@ -1769,22 +1881,36 @@ static void quiet_phase(struct fz_rng *r, struct target *t,
 	 * field right: an RC SEND at the XRC target's expected PSN, an XRC
 	 * SEND (to an SRQ the round names) at the RC target's, XRC answers
 	 * to the RC target and the XRC target, an RC ACK and an XRC SEND to
-	 * the XRC initiator.  Each is malformed.
+	 * the XRC initiator, and masked atomics (which XRC has not) at the
+	 * XRC target and initiator.  Each is malformed.
 	 */
 	cross = n;
-	for (k = 0; k < 6; k++) {
+	for (k = 0; k < 8; k++) {
 		static const uint8_t op[] = { 0x04, XRC + 0x04, XRC + 0x11,
-					      XRC + 0x10, 0x11, XRC + 0x04 };
+					      XRC + 0x10, 0x11, XRC + 0x04,
+					      MASKED_CAS, MASKED_FAA };
 		uint32_t qpn[] = { t->xt->qp_num, t->rc->qp_num,
 				   t->rc->qp_num, t->xt->qp_num,
-				   t->xi->qp_num, t->xi->qp_num };
+				   t->xi->qp_num, t->xi->qp_num,
+				   t->xt->qp_num, t->xi->qp_num };
 		uint32_t psn[] = { t->xt_exp, t->rc_exp, t->rc_sq_psn,
-				   t->xt_exp, t->xi_sq_psn, t->xi_sq_psn };
-		int el = xrc_req(op[k]) ? 4 : (op[k] & 0x1f) == 0x04 ? 0 : 4;
+				   t->xt_exp, t->xi_sq_psn, t->xi_sq_psn,
+				   t->xt_exp, t->xi_sq_psn };
+		int el = xrc_req(op[k]) ? 4 : masked_atomic(op[k]) ?
+			 MASKED_EL : (op[k] & 0x1f) == 0x04 ? 0 : 4;
 
 		memset(ext, 0, sizeof(ext));
 		if (xrc_req(op[k])) {
 			put32(ext, xn);
+		} else if (masked_atomic(op[k])) {
+			uint32_t mkey;
+			uint64_t mva;
+
+			key_va_region(r, R_GRANTED, 8, &mkey, &mva);
+			put64(ext, mva & ~7ull);
+			put32(ext + 8, mkey);
+			put64(ext + 12, 1);
+			put64(ext + 28, ~0ull);
 		} else if (el) {
 			ext[0] = 0x1f;
 			ext[3] = 1;
@@ -2323,6 +2449,36 @@ static void xt_sync(struct fz_rng *r, struct target *t, int round)
 }
 
 /*
+ * The RC target's state, as xt_sync() the XRC target's: garbage at its
+ * expected PSN ends it within a few packets, and an RC target in ERR
+ * executes nothing, the masked atomics among the well formed requests
+ * included.  In ERR it is connected again, expecting the PSN it was
+ * left at, with receives and requests of its own; else the PSN its
+ * responder expects is where the next requests go.
+ */
+static void rc_sync(struct fz_rng *r, struct target *t, int round)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp_init_attr init;
+
+	if (ibv_query_qp(t->rc, &a, IBV_QP_STATE | IBV_QP_RQ_PSN, &init))
+		return;
+	if (a.qp_state != IBV_QPS_ERR) {
+		t->rc_exp = a.rq_psn & 0xffffff;
+		return;
+	}
+	a.qp_state = IBV_QPS_RESET;
+	if (ibv_modify_qp(t->rc, &a, IBV_QP_STATE) ||
+	    fz_connect_access(t->rc, g.gid_idx, g.mtu, PEER_QPN(round, PK_RC),
+			      &g.peer_gid, t->rc_exp, t->rc_sq_psn, 18, 7,
+			      t->rc_acc))
+		return;
+	t->rc_resets++;
+	post_recvs(r, t->rc, 32);
+	post_requests(r, t->rc);
+}
+
+/*
  * The XRC initiator's requests to its (absent) peer, each naming an SRQ
  * there: a READ and an ATOMIC into the READ destination, whose forged
  * answers may write there only, and a SEND of its own memory.
@@ -2749,7 +2905,7 @@ int main(int argc, char **argv)
 	int round = 0, bad_rounds = 0, bad_keys = 0, cqe_bad = 0, xcqe_bad = 0;
 	int other_fd = -1, other_ok = 0, ost = 0, bad_destroy = 0;
 	int probe_bad = 0;
-	unsigned long xt_resets = 0, xt_err_rounds = 0;
+	unsigned long xt_resets = 0, xt_err_rounds = 0, rc_resets = 0;
 	long sentinel_bad = 0;
 	unsigned int i;
 	pid_t live, other;
@@ -2866,6 +3022,7 @@ int main(int argc, char **argv)
 		snprintf(when, sizeof(when), "round %d (seed %#llx)", round,
 			 (unsigned long long)seed);
 		g.round = round;
+		memset(masked_psn, 0, sizeof(masked_psn));
 		if (targets_create(&r, &t, round, prev)) {
 			printf("# %s: cannot create the target QPs: %s\n",
 			       when, strerror(errno));
@@ -2893,8 +3050,10 @@ int main(int argc, char **argv)
 				xcqe_bad += fuzz_xrc_seq(&r, &t, round, &st,
 							 when);
 			fuzz_one(&r, &t, &st);
-			if (k % 32 == 31 && k % 128 != 127)
+			if (k % 32 == 31 && k % 128 != 127) {
 				xt_sync(&r, &t, round);
+				rc_sync(&r, &t, round);
+			}
 			if (k % 128 == 127) {
 				int x;
 
@@ -2926,6 +3085,7 @@ int main(int argc, char **argv)
 					st.xrc_srq_destroyed++;
 				}
 				xt_sync(&r, &t, round);
+				rc_sync(&r, &t, round);
 				capture_drain();
 				if (fz_now() > end)
 					break;
@@ -2941,6 +3101,7 @@ int main(int argc, char **argv)
 			bad_rounds++;
 		xt_err_rounds += fz_qp_state(t.xt) == IBV_QPS_ERR;
 		xt_resets += t.xt_resets;
+		rc_resets += t.rc_resets;
 		saved = t;
 		bad_destroy += targets_destroy(&t, when);
 		/*
@@ -2988,6 +3149,8 @@ int main(int argc, char **argv)
 	       st.send_err);
 	printf("# captured %lu packets of the device, %lu of them answers of the targets\n",
 	       cap.pkts, cap.answers);
+	printf("# RC target: fallen into ERR and connected again %lu times; masked atomics: %lu sent, %lu with a short MaskedAtomicETH, %lu ATOMIC ACKs of the RC target for them\n",
+	       rc_resets, st.masked, st.masked_short, cap.masked_acks);
 	printf("# XRC: %lu packets at the XRC QPs, %lu with a short XRCETH, %lu messages of several packets; %lu SRQs destroyed under the target, %lu resets of the target, %lu rounds ending in ERR\n",
 	       st.xrc, st.xrc_short, st.xrc_seq, st.xrc_srq_destroyed,
 	       xt_resets, xt_err_rounds);

@@ -20,9 +20,9 @@
 # vrdmafz0's address that is not vrdmafz0's netdev.  fz1's address is a
 # /32 so that the subnet broadcasts fuzz_wire sends from here are not
 # taken by vrdmafz1.  Passes if both fuzzers pass, each reached what its
-# "reached:" line counts (on-demand paging and device memory; fuzz_verbs
-# also dma-buf MRs, left off the line on a kernel without vgem, and thread
-# domains): every count above 0, so that a change that stops the fuzzers
+# "reached:" line counts (on-demand paging and device memory; fuzz_wire
+# also masked atomics executed, fuzz_verbs dma-buf MRs, left off the line
+# on a kernel without vgem, and thread domains): every count above 0, so that a change that stops the fuzzers
 # getting there fails instead of fuzzing less; and the kernel log shows no
 # report (the VM harness checks the console too).
 . "$(dirname "$0")/../lib/lib.sh"

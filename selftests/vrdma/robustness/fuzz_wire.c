@@ -2756,9 +2756,14 @@ static int targets_create(struct fz_rng *r, struct target *t, int round,
 	/* The rights: any of the three, the regions filled to match. */
 	t->rc_acc = (fz_one_in(r, 2) ? RW : 0) | (fz_one_in(r, 2) ? RR : 0) |
 		    (fz_one_in(r, 2) ? RA : 0);
-	/* Every fourth round all may write: odp_dm_probe(). */
+	/*
+	 * Every fourth round all may write: odp_dm_probe(); and every
+	 * fourth, two later, do atomics, so that masked ones are executed.
+	 */
 	if (!(round % 4))
 		t->rc_acc |= RW;
+	if (round % 4 == 2)
+		t->rc_acc |= RA;
 	t->uc_acc = fz_one_in(r, 2) ? RW : 0;
 	g.rc_acc[round % PEERS] = t->rc_acc;
 	t->xt_rq_psn = fz_u32(r) & 0xffffff;
@@ -3164,9 +3169,9 @@ int main(int argc, char **argv)
 	       os.dropped, os.holes, os.dm_reg, xs.placed[R_ODP],
 	       xs.placed[R_DM]);
 	/* For fuzz.sh: each must be more than 0. */
-	printf("# reached: odp_rereg=%lu odp_advise=%lu odp_dropped=%lu odp_holes=%lu dm_reg=%lu probes_landed=%lu\n",
+	printf("# reached: odp_rereg=%lu odp_advise=%lu odp_dropped=%lu odp_holes=%lu dm_reg=%lu probes_landed=%lu masked_acks=%lu\n",
 	       os.rereg, os.advise, os.dropped, os.holes, os.dm_reg,
-	       os.probes_landed);
+	       os.probes_landed, cap.masked_acks);
 
 	fz_result(!sentinel_bad, "no byte changed outside the memory the rkeys grant");
 	fz_result(!bad_keys, "re-registration never gives an old rkey again");

@@ -348,6 +348,29 @@ static inline void vrdma_wqe_set_atomic(struct vrdma_send_wqe *wqe,
 	wqe->atomic.rkey = rkey;
 }
 
+/*
+ * A masked atomic (VRDMA_WR_MASKED_ATOMIC_*, for which rdma-core has no
+ * verb): @atomic's operands, and the masks in the second SGE's place.  The
+ * caller sets the one SGE, the result's, in an entry with room for two.
+ */
+static inline void vrdma_wqe_set_masked_atomic(struct vrdma_send_wqe *wqe,
+					       int cmp_swap,
+					       uint64_t remote_addr,
+					       uint32_t rkey,
+					       uint64_t compare_add,
+					       uint64_t swap,
+					       uint64_t compare_add_mask,
+					       uint64_t swap_mask)
+{
+	struct vrdma_atomic_masks *m = (void *)&wqe->sge[1];
+
+	wqe->opcode = cmp_swap ? VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP :
+				 VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD;
+	vrdma_wqe_set_atomic(wqe, remote_addr, rkey, compare_add, swap);
+	m->compare_add_mask = compare_add_mask;
+	m->swap_mask = swap_mask;
+}
+
 /* ATOMIC WRITE: the 8 bytes at value, copied now, in memory order. */
 static inline void vrdma_wqe_set_atomic_write(struct vrdma_send_wqe *wqe,
 					      uint64_t remote_addr,

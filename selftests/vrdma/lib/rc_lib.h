@@ -963,6 +963,34 @@ static inline void wr64(void *p, uint64_t v)
 	memcpy(p, &v, sizeof(v));
 }
 
+/*
+ * What a masked atomic (vrdma's VRDMA_WR_MASKED_ATOMIC_*, the kernel's
+ * IB_WR_MASKED_ATOMIC_*) leaves in the word @old, worked out bit by bit,
+ * apart from the driver's arithmetic: compare-and-swap (@cas) compares the
+ * bits of @compare_mask and swaps those of @swap_add_mask; fetch-and-add
+ * adds @swap_add with the carry out of every bit of @swap_add_mask dropped.
+ */
+static inline uint64_t rc_masked_atomic(int cas, uint64_t old,
+					uint64_t compare, uint64_t swap_add,
+					uint64_t compare_mask,
+					uint64_t swap_add_mask)
+{
+	uint64_t r = 0;
+	int b, carry = 0;
+
+	if (cas)
+		return (old ^ compare) & compare_mask ? old :
+		       (old & ~swap_add_mask) | (swap_add & swap_add_mask);
+	for (b = 0; b < 64; b++) {
+		int sum = (int)(old >> b & 1) + (int)(swap_add >> b & 1) +
+			  carry;
+
+		r |= (uint64_t)(sum & 1) << b;
+		carry = (sum >> 1) && !(swap_add_mask >> b & 1);
+	}
+	return r;
+}
+
 /* ---- posting ------------------------------------------------------- */
 
 /*

@@ -1166,45 +1166,17 @@ static void masked_wqe(union at_wqe *u, struct at_env *e, uint64_t wr_id,
 		       uint64_t swap_mask)
 {
 	struct vrdma_send_wqe *w = &u->w;
-	struct vrdma_atomic_masks *m = (void *)&w->sge[1];
 
 	memset(u, 0, sizeof(*u));
 	w->wr_id = wr_id;
-	w->opcode = cas ? VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP :
-			  VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD;
 	w->flags = VRDMA_SEND_SIGNALED;
-	vrdma_wqe_set_atomic(w, (uintptr_t)e->rb.p + roff, e->rb.mr->rkey,
-			     compare_add, swap);
+	vrdma_wqe_set_masked_atomic(w, cas, (uintptr_t)e->rb.p + roff,
+				    e->rb.mr->rkey, compare_add, swap,
+				    compare_add_mask, swap_mask);
 	w->num_sge = 1;
 	w->sge[0].addr = (uintptr_t)e->la.p + loff;
 	w->sge[0].length = 8;
 	w->sge[0].lkey = e->la.mr->lkey;
-	m->compare_add_mask = compare_add_mask;
-	m->swap_mask = swap_mask;
-}
-
-/*
- * What a masked atomic leaves in @old's word, bit by bit: compare-and-swap
- * compares the bits of @cmask and swaps those of @smask; fetch-and-add adds
- * with the carry out of every bit of @cmask dropped.
- */
-static uint64_t masked_model(int cas, uint64_t old, uint64_t compare_add,
-			     uint64_t swap, uint64_t cmask, uint64_t smask)
-{
-	uint64_t r = 0;
-	int b, carry = 0;
-
-	if (cas)
-		return (old ^ compare_add) & cmask ? old :
-		       (old & ~smask) | (swap & smask);
-	for (b = 0; b < 64; b++) {
-		int sum = (int)(old >> b & 1) + (int)(compare_add >> b & 1) +
-			  carry;
-
-		r |= (uint64_t)(sum & 1) << b;
-		carry = (sum >> 1) && !(cmask >> b & 1);
-	}
-	return r;
 }
 
 struct masked_case {
@@ -1231,9 +1203,12 @@ static void masked_run(struct __test_metadata *_metadata, struct at_env *e,
 	memcpy(limg, e->la.p, e->la.size);
 	memcpy(rimg, e->rb.p, e->rb.size);
 	for (i = 0; i < n; i++) {
-		uint64_t want = masked_model(c[i].cas, c[i].old,
-					     c[i].compare_add, c[i].swap,
-					     c[i].cmask, c[i].smask);
+		/* For fetch-and-add, compare_add is the addend. */
+		uint64_t want = c[i].cas ?
+			rc_masked_atomic(1, c[i].old, c[i].compare_add,
+					 c[i].swap, c[i].cmask, c[i].smask) :
+			rc_masked_atomic(0, c[i].old, 0, c[i].compare_add, 0,
+					 c[i].cmask);
 		size_t loff = 8 * (i % 64);
 
 		wr64(e->rb.p + roff, c[i].old);

@@ -2397,30 +2397,13 @@ TEST_F(wire, placement_forged)
 
 /* ---- masked atomics ---------------------------------------------------- */
 
-/*
- * What a masked atomic leaves in the word @old, bit by bit: compare-and-
- * swap compares the bits of @comp_mask and swaps those of @swap_add_mask;
- * fetch-and-add adds with the carry out of every bit of @swap_add_mask
- * dropped (its compare operand and mask are not looked at).
- */
+/* rc_masked_atomic() of the request's fields (op one of vrdma's). */
 static uint64_t masked_model(uint8_t op, uint64_t old, uint64_t swap_add,
 			     uint64_t comp, uint64_t swap_add_mask,
 			     uint64_t comp_mask)
 {
-	uint64_t r = 0;
-	int b, carry = 0;
-
-	if (op == OP_MASKED_CMP_SWAP)
-		return (old ^ comp) & comp_mask ? old :
-		       (old & ~swap_add_mask) | (swap_add & swap_add_mask);
-	for (b = 0; b < 64; b++) {
-		int sum = (int)(old >> b & 1) + (int)(swap_add >> b & 1) +
-			  carry;
-
-		r |= (uint64_t)(sum & 1) << b;
-		carry = (sum >> 1) && !(swap_add_mask >> b & 1);
-	}
-	return r;
+	return rc_masked_atomic(op == OP_MASKED_CMP_SWAP, old, comp, swap_add,
+				comp_mask, swap_add_mask);
 }
 
 /*
@@ -2436,23 +2419,19 @@ static void post_masked(struct __test_metadata *_metadata,
 {
 	struct vrdma_uring *r = &to_vqp(self->q.qp)->sq.ring;
 	struct vrdma_send_wqe *w = vrdma_uring_entry(r, r->head);
-	struct vrdma_atomic_masks *m = (void *)&w->sge[1];
 	struct ibv_send_wr *bad;
 
 	ASSERT_LE(VRDMA_SEND_WQE_HDR_SIZE + 2 * sizeof(struct vrdma_sge),
 		  r->entry_size);
 	memset(w, 0, r->entry_size);
 	w->wr_id = wr_id;
-	w->opcode = cas ? VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP :
-			  VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD;
 	w->flags = VRDMA_SEND_SIGNALED;
-	vrdma_wqe_set_atomic(w, raddr, rkey, compare_add, swap);
+	vrdma_wqe_set_masked_atomic(w, cas, raddr, rkey, compare_add, swap,
+				    compare_add_mask, swap_mask);
 	w->num_sge = 1;
 	w->sge[0].addr = (uintptr_t)self->b.p + loff;
 	w->sge[0].length = 8;
 	w->sge[0].lkey = self->b.mr->lkey;
-	m->compare_add_mask = compare_add_mask;
-	m->swap_mask = swap_mask;
 	r->head++;
 	vrdma_uring_publish(r);
 	/* The provider's doorbell: a POST_SEND without work requests. */

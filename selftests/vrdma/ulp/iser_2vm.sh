@@ -35,8 +35,10 @@ if [ "${1:-}" = --job ]; then
 else
 	. "$(dirname "$0")/../lib/lib.sh"
 fi
+. "$(dirname "$0")/../lib/lio_lib.sh"
 
 IP_A=10.82.0.1 IP_B=10.82.0.2
+TARGET_IP=$IP_A
 DEV=vrdma0
 PORTNO=3260
 IQN=iqn.2026-11.io.vrdma:iser-2vm
@@ -45,7 +47,6 @@ SIZE_MB=${VRDMA_ISER_SIZE_MB:-8}
 CFG=/sys/kernel/config/target
 # Where fio_blockdev leaves its logs (in B).
 scratch=/tmp
-RD=$CFG/core/rd_mcp_0/iser_rd
 # What A checks, and so how many results the host expects.
 WANT=17
 
@@ -92,39 +93,6 @@ job_dmesg()
 
 # VM B: the initiator.
 
-iscsi_node() { iscsiadm -m node -T "$IQN" -p "$IP_A:$PORTNO" -I iser "$@"; }
-
-# disk: the SCSI disk of our session ("" if none).
-disk()
-{
-	local s b
-
-	for s in /sys/class/iscsi_session/session*; do
-		[ "$(cat "$s/targetname" 2>/dev/null)" = "$IQN" ] || continue
-		for b in "$s"/device/target*/*/block/*; do
-			[ -e "$b" ] && echo "/dev/${b##*/}" && return
-		done
-	done
-}
-
-have_disk() { [ -n "$(disk)" ] && [ -b "$(disk)" ]; }
-no_disk() { [ -z "$(disk)" ]; }
-
-# session_param NAME: a negotiated parameter of our session.
-session_param()
-{
-	local s
-
-	for s in /sys/class/iscsi_session/session*; do
-		[ "$(cat "$s/targetname" 2>/dev/null)" = "$IQN" ] || continue
-		cat "$s/$1" 2>/dev/null
-		return
-	done
-}
-
-# iscsiadm talks to iscsid through this abstract socket.
-iscsid_up() { ss -xl | grep -q '@ISCSIADM_ABSTRACT_NAMESPACE'; }
-
 # The jobs A hands B (this script with --job NAME ARGS...).
 
 # job_login: ib_iser, iscsid (in a session of its own: it signals its
@@ -139,8 +107,8 @@ job_login()
 	echo $! >/tmp/iscsid.pid
 	wait_until $((20 * SLOW)) iscsid_up || { cat /tmp/iscsid.log; return 1; }
 	iscsi_node -o new >/dev/null && iscsi_node --login &&
-		wait_until $((60 * SLOW)) have_disk || return 1
-	echo "$(disk) immediate_data=$(session_param immediate_data)"
+		wait_until $((60 * SLOW)) iscsi_have_disk || return 1
+	echo "$(iscsi_disk) immediate_data=$(iscsi_session_param immediate_data)"
 	iscsiadm -m session
 }
 
@@ -148,13 +116,13 @@ job_login()
 # only when it fails, else its summary lines.
 job_fio()
 {
-	fio_blockdev "$(disk)" "$@" &&
+	fio_blockdev "$(iscsi_disk)" "$@" &&
 		grep -E '^ *(READ|WRITE):' "$scratch/$1.log"
 }
 
 job_logout()
 {
-	iscsi_node --logout && wait_until $((30 * SLOW)) no_disk &&
+	iscsi_node --logout && wait_until $((30 * SLOW)) iscsi_no_disk &&
 		iscsi_node -o delete
 }
 
@@ -170,40 +138,6 @@ job_unload()
 }
 
 # VM A: the target, and the checks.
-
-# target_up: LIO's configfs (targetcli needs a D-Bus daemon, which the VM
-# has not): a 64 MiB RAM disk as LUN 0 of IQN, an iSER portal on A's
-# address, any initiator allowed, no authentication.
-target_up()
-{
-	local t=$CFG/iscsi/$IQN/tpgt_1 a
-
-	mkdir -p "$RD" && echo rd_pages=16384 >"$RD/control" &&
-		echo 1 >"$RD/enable" &&
-		mkdir -p "$t/lun/lun_0" && ln -s "$RD" "$t/lun/lun_0/rd" &&
-		mkdir "$t/np/$IP_A:$PORTNO" &&
-		echo 1 >"$t/np/$IP_A:$PORTNO/iser" || return 1
-	for a in authentication=0 generate_node_acls=1 \
-		demo_mode_write_protect=0 cache_dynamic_acls=1; do
-		echo "${a#*=}" >"$t/attrib/${a%=*}" || return 1
-	done
-	echo 1 >"$t/enable"
-}
-
-# target_down: children before parents.
-target_down()
-{
-	local t=$CFG/iscsi/$IQN/tpgt_1
-
-	[ -d "$CFG/iscsi/$IQN" ] || [ -d "$RD" ] || return 0
-	echo 0 >"$t/enable" 2>/dev/null
-	echo 0 >"$t/np/$IP_A:$PORTNO/iser" 2>/dev/null
-	rmdir "$t/np/$IP_A:$PORTNO" 2>/dev/null
-	rm -f "$t/lun/lun_0/rd"
-	rmdir "$t/lun/lun_0" "$t" "$CFG/iscsi/$IQN" 2>/dev/null
-	rmdir "$RD" "$CFG/core/rd_mcp_0" 2>/dev/null
-	! [ -d "$CFG/iscsi/$IQN" ] && ! [ -d "$RD" ]
-}
 
 # rcheck DESCRIPTION CMD...: a check whose output is shown as comments.
 rcheck()
@@ -245,7 +179,7 @@ vm_main()
 	f0=$_tap_failed
 	modprobe -a target_core_mod iscsi_target_mod ib_isert
 	vm2_result $? "A: modules target_core_mod, iscsi_target_mod, ib_isert"
-	target_up
+	iser_target_up
 	vm2_result $? "A: LIO RAM disk LUN, iSER portal $IP_A:$PORTNO"
 
 	out=$(vm2_on B login)
@@ -276,7 +210,7 @@ vm_main()
 	rcheck "B: iscsiadm logout, the disk goes away" vm2_on B logout
 	wait_until $((30 * SLOW)) no_target_qp
 	vm2_result $? "A: ib_isert's connection (RC QP) is gone"
-	target_down
+	iser_target_down
 	vm2_result $? "A: the target goes down"
 	rmmod ib_isert
 	vm2_result $? "A: ib_isert unloads"

@@ -27,15 +27,7 @@
 # SRP_2VM_VM_ARGS: more scripts/vm-run options.  A kernel without the
 # modules of the target or the initiator (the debug kernel of
 # scripts/build-debug-kernel has none) skips the test.
-SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SELF=$SELF_DIR/$(basename "$0")
-
-# (A job's output is A's to show: no TAP header in it.)
-if [ "${1:-}" = --job ]; then
-	. "$(dirname "$0")/../lib/lib.sh" >/dev/null
-else
-	. "$(dirname "$0")/../lib/lib.sh"
-fi
+. "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/lio_lib.sh"
 
 IP_A=10.83.0.1 IP_B=10.83.0.2
@@ -54,40 +46,13 @@ WANT=20
 
 host_main()
 {
-	local top out vmrc
-
-	top=$(cd "$(dirname "$0")/../../.." && pwd)
-	out=${SRP_2VM_OUT:-$top/out/srp_2vm}
 	command -v fio >/dev/null || skip_all "fio is not installed"
-	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	vm2_run "$out" $((900 * SLOW)) "${SRP_2VM_VM_ARGS:-}"
-	vmrc=$?
-	[ ! -s "$out/primary/skip" ] || skip_all "$(cat "$out/primary/skip")"
-	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
-	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
-	finish
+	vm2_host "${SRP_2VM_OUT:-$VRDMA_TOP/out/srp_2vm}" 900 \
+		"${SRP_2VM_VM_ARGS:-}"
+	vm2_host_end "$WANT"
 }
 
 # ------------------------------------------------------------------ VM ----
-
-hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
-
-# job_missing MODULE...: those of the MODULEs the booted kernel has not.
-job_missing()
-{
-	local m
-
-	for m in "$@"; do
-		modinfo "$m" >/dev/null 2>&1 || echo "$m"
-	done
-}
-
-# job_dmesg: the kernel's SRP, SCSI, target and RDMA lines, as comments.
-job_dmesg()
-{
-	dmesg | grep -Ei 'srp|scsi|target|rdma|infiniband|vrdma' |
-		tail -n 40 | sed 's/^/#   /'
-}
 
 # VM B: the initiator.
 
@@ -143,40 +108,14 @@ job_unload() { rmmod ib_srp; }
 
 # VM A: the target, and the checks.
 
-# rcheck DESCRIPTION CMD...: a check whose output is shown as comments.
-rcheck()
-{
-	local desc=$1 out rc
-
-	shift
-	out=$("$@" 2>&1)
-	rc=$?
-	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/#   /'
-	vm2_result "$rc" "$desc"
-}
-
-# no_target_qp: ib_srpt has no channel (its RC QPs are gone).
-no_target_qp()
-{
-	! rdma resource show qp link "$DEV/1" 2>/dev/null | grep -q 'type RC'
-}
-
 vm_main()
 {
-	local out res0 res_b0 rx tx f0 n0 guid tport
+	local out res0 res_b0 f0 n0 guid tport
 
 	vm2_setup "$IP_A" "$IP_B" "$DEV"
 
-	# A kernel without the target's or the initiator's modules (the
-	# debug kernel of scripts/build-debug-kernel has none): a skip,
-	# which the host reports.
-	out=$(job_missing target_core_mod ib_srpt; vm2_on B missing ib_srp scsi_transport_srp sd_mod)
-	if [ -n "$out" ]; then
-		echo "no module $(printf '%s\n' "$out" | paste -sd ' ') in the VMs' kernel" \
-			>/vmout/skip
-		vm2_done
-		exit 0
-	fi
+	vm2_need_modules "target_core_mod ib_srpt" \
+		"ib_srp scsi_transport_srp sd_mod"
 	res0=$(rdma_res)
 	res_b0=$(vm2_on B res)
 	echo "# resources of $DEV before: A: $res0; B: $res_b0"
@@ -192,7 +131,7 @@ vm_main()
 	srp_target_up "$tport"
 	vm2_result $? "A: LIO RAM disk LUN on $DEV's port, ACL, RDMA/CM port $PORTNO"
 
-	rcheck "B: ib_srp has a port of $DEV" vm2_on B modules
+	vm2_rcheck "B: ib_srp has a port of $DEV" vm2_on B modules
 	# The target must check the login: a wrong target port identifier
 	# (the initiator's id_ext) gets a login rejection (ib_srp:
 	# ECONNRESET), and no disk.
@@ -209,53 +148,20 @@ vm_main()
 	printf '%s\n' "$out" | grep -Eq "^/dev/sd[a-z]+ on host[0-9]+: $DEV 1 2\$"
 	vm2_result $? "B: the SCSI host is on $DEV port 1, two channels"
 
-	rx=$(hw_stat rcvd_bytes) tx=$(hw_stat sent_bytes)
-	rcheck "B: fio 4 KiB random writes, read back, crc32c verified" \
-		vm2_on B fio rand4k --rw=randwrite --bs=4k --iodepth=16 \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
-	rcheck "B: fio 1 MiB sequential writes, read back, crc32c verified" \
-		vm2_on B fio seq1m --rw=write --bs=1M --iodepth=4 \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
-	rcheck "B: fio 4 KiB random read/write mix, two jobs" \
-		vm2_on B fio mix4k --rw=randrw --bs=4k --iodepth=32 --numjobs=2
-	rx=$(($(hw_stat rcvd_bytes) - rx)) tx=$(($(hw_stat sent_bytes) - tx))
-	echo "# A's $DEV received $rx and sent $tx bytes"
-	# Each verified job writes the whole range (immediate data and the
-	# target's RDMA READs, into A) and reads it back (the target's RDMA
-	# WRITEs, out of A).
-	[ "$rx" -ge $((2 * SIZE_MB << 20)) ] && [ "$tx" -ge $((2 * SIZE_MB << 20)) ]
-	vm2_result $? "A: the data went both ways through $DEV"
+	vm2_fio
 
-	rcheck "B: the remote port deleted, the disk goes away" vm2_on B logout
-	wait_until $((30 * SLOW)) no_target_qp
+	vm2_rcheck "B: the remote port deleted, the disk goes away" vm2_on B logout
+	wait_until $((30 * SLOW)) vm2_no_rc_qp
 	vm2_result $? "A: ib_srpt's channels (RC QPs) are gone"
 	srp_target_down
 	vm2_result $? "A: the target's configuration goes"
 	rmmod ib_srpt
 	vm2_result $? "A: ib_srpt unloads"
-	rcheck "B: ib_srp unloads" vm2_on B unload
+	vm2_rcheck "B: ib_srp unloads" vm2_on B unload
 	vm2_check_left "$DEV" "$res0" "$res_b0"
-	if [ "$_tap_failed" -ne "$f0" ]; then
-		echo "# A's kernel:"
-		job_dmesg
-		echo "# B's kernel:"
-		vm2_on B dmesg
-	fi
-	rdma statistic show link "$DEV/1" 2>/dev/null | sed 's/^/# /'
-	rdma link delete "$DEV"
-	vm2_result $? "A: rdma link delete $DEV"
-	vm2_done
-	finish
+	# The kernels' SRP, SCSI, target and RDMA lines, if a check failed.
+	vm2_dmesg "$f0" 'srp|scsi|target|rdma|infiniband|vrdma'
+	vm2_end --delete
 }
 
-if [ "${1:-}" = --job ]; then
-	# In VM B: one job of A's.
-	job=job_$2
-	shift 2
-	"$job" "$@"
-	exit
-elif [ -n "${VRDMA_VM:-}" ]; then
-	vm_main
-else
-	host_main
-fi
+vm2_main "$@"

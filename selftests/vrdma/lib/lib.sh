@@ -27,13 +27,18 @@ if [ -n "${VRDMA_OWN_VM:-}" ] && [ -z "${VRDMA_VM:-}" ]; then
 fi
 
 VRDMA_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+# The test script, by its absolute path: what the VMs of a two-VM test run
+# (vm2_run), and VM B again for each job (vm2_on).
+SELF=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 VRDMA_KO=${VRDMA_KO:-$VRDMA_TOP/vrdma.ko}
 # Load our provider from the build tree, not from an installed copy.
 export RDMAV_DRIVERS=${RDMAV_DRIVERS:-$VRDMA_TOP/userspace-provider/libvrdma}
 
 _tap_n=0
 _tap_failed=0
-echo "TAP version 13"
+# A two-VM test's job (the script run again with --job, see vm2_on) prints
+# only what VM A is to show: no TAP header.
+[ "${1:-}" = --job ] || echo "TAP version 13"
 
 # tap_result STATUS DESCRIPTION: record one result (0 = ok).
 tap_result()
@@ -247,6 +252,27 @@ vm2_results()
 	done < <(cat "$1" 2>/dev/null)
 }
 
+# vm2_host OUT TIMEOUT VM_ARGS: (host) once vrdma.ko is built, vm2_run the
+# VMs of this test script (TIMEOUT seconds times SLOW); a skip that VM A
+# reported (vm2_need_modules) is the test's.  vm-run's exit status in
+# VM2_RC, for vm2_host_end.
+vm2_host()
+{
+	[ -f "$VRDMA_TOP/vrdma.ko" ] || skip_all "vrdma.ko not built"
+	vm2_run "$1" $(($2 * ${SLOW:-1})) "$3"
+	VM2_RC=$?
+	[ ! -s "$1/primary/skip" ] || skip_all "$(cat "$1/primary/skip")"
+}
+
+# vm2_host_end WANT: (host) the end of the test: VM A reported WANT
+# results, and the VMs ran cleanly.
+vm2_host_end()
+{
+	check_eq "every check ran in VM A" "$1" "$VM2_N"
+	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$VM2_RC"
+	finish
+}
+
 # The jobs of a two-VM test: VM A (primary) drives and records the
 # results, VM B (peer) runs the shell commands A hands it (B has no ssh).
 #
@@ -340,6 +366,27 @@ vm2_check_eq()
 	[ "$2" = "$3" ] || echo "#   expected '$2', got '$3'"
 }
 
+# vm2_check_match DESCRIPTION ERE TEXT: (VM A) check_match, its result
+# also recorded for the host.
+vm2_check_match()
+{
+	printf '%s\n' "$3" | grep -Eq -- "$2"
+	vm2_result $? "$1"
+}
+
+# vm2_rcheck DESCRIPTION CMD...: (VM A) CMD must succeed (a job in B, as a
+# rule: vm2_on B); its output is shown as comments.
+vm2_rcheck()
+{
+	local desc=$1 out rc
+
+	shift
+	out=$("$@" 2>&1)
+	rc=$?
+	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/#   /'
+	vm2_result "$rc" "$desc"
+}
+
 # vm2_setup IP_A IP_B DEV [PREP]: in either VM of a two-VM test, load
 # vrdma, run the shell command PREP if given, give eth0 this VM's address
 # (IP_A in A, IP_B in B; MTU 9000) and bind DEV to it.  In VM B it then
@@ -419,7 +466,7 @@ job_kill() { kill "$(cat "$VM2_SHARED/$1.pid")" 2>/dev/null; }
 
 # vm2_on VM JOB ARGS...: the job JOB (the shell function job_JOB) in VM
 # A (here) or B, where the test script runs again as "$SELF --job JOB
-# ARGS..." and calls it: each two-VM script ends with that dispatch.
+# ARGS..." and calls it (vm2_main).
 vm2_on()
 {
 	local vm=$1 job=$2
@@ -434,6 +481,83 @@ vm2_on()
 
 # job_res: the device's resources (rdma_res), for vm2_check_left.
 job_res() { rdma_res; }
+
+# job_missing MODULE...: those of the MODULEs the booted kernel has not.
+job_missing()
+{
+	local m
+
+	for m in "$@"; do
+		modinfo "$m" >/dev/null 2>&1 || echo "$m"
+	done
+}
+
+# job_dmesg ERE: the kernel's last 40 lines that match ERE (grep -Ei), as
+# comments.
+job_dmesg()
+{
+	dmesg | grep -Ei -- "$1" | tail -n 40 | sed 's/^/#   /'
+}
+
+# vm2_need_modules MODULES_A MODULES_B: (VM A) unless the booted kernel has
+# the modules of the list MODULES_A in A and those of MODULES_B in B, the
+# test is a skip, which the host reports (vm2_host): the debug kernel of
+# scripts/build-debug-kernel, for one, has no LIO, iSER or SRP.
+vm2_need_modules()
+{
+	local out
+
+	# shellcheck disable=SC2086 # the lists: words
+	out=$(job_missing $1; vm2_on B missing $2)
+	[ -n "$out" ] || return 0
+	echo "no module $(printf '%s\n' "$out" | paste -sd ' ') in the VMs' kernel" \
+		>/vmout/skip
+	vm2_done
+	exit 0
+}
+
+# vm2_fio: (VM A) fio in B on the disk of a ULP whose target is in A,
+# through B's job fio NAME ARGS... (direct I/O on SIZE_MB MiB): 4 KiB
+# random writes and 1 MiB sequential writes, each read back and verified
+# with crc32c, and a 4 KiB random read/write mix, two jobs; then A's DEV
+# carried the data both ways.
+vm2_fio()
+{
+	local c=/sys/class/infiniband/$DEV/ports/1/hw_counters rx tx
+
+	rx=$(cat "$c/rcvd_bytes") tx=$(cat "$c/sent_bytes")
+	vm2_rcheck "B: fio 4 KiB random writes, read back, crc32c verified" \
+		vm2_on B fio rand4k --rw=randwrite --bs=4k --iodepth=16 \
+		--verify=crc32c --do_verify=1 --verify_fatal=1
+	vm2_rcheck "B: fio 1 MiB sequential writes, read back, crc32c verified" \
+		vm2_on B fio seq1m --rw=write --bs=1M --iodepth=4 \
+		--verify=crc32c --do_verify=1 --verify_fatal=1
+	vm2_rcheck "B: fio 4 KiB random read/write mix, two jobs" \
+		vm2_on B fio mix4k --rw=randrw --bs=4k --iodepth=32 --numjobs=2
+	rx=$(($(cat "$c/rcvd_bytes") - rx)) tx=$(($(cat "$c/sent_bytes") - tx))
+	echo "# A's $DEV received $rx and sent $tx bytes"
+	# Each verified job writes the whole range (into A: the initiator's
+	# SENDs and the target's RDMA READs) and reads it back (out of A).
+	[ "$rx" -ge $((2 * SIZE_MB << 20)) ] && [ "$tx" -ge $((2 * SIZE_MB << 20)) ]
+	vm2_result $? "A: the data went both ways through $DEV"
+}
+
+# vm2_dmesg F0 ERE: (VM A) if a check failed since _tap_failed was F0, both
+# kernels' lines that match ERE (job_dmesg).
+vm2_dmesg()
+{
+	[ "$_tap_failed" -ne "$1" ] || return 0
+	echo "# A's kernel:"
+	job_dmesg "$2"
+	echo "# B's kernel:"
+	vm2_on B dmesg "$2"
+}
+
+# vm2_no_rc_qp: DEV has no RC QP (a kernel ULP's connections are gone).
+vm2_no_rc_qp()
+{
+	! rdma resource show qp link "$DEV/1" 2>/dev/null | grep -q 'type RC'
+}
 
 # vm2_check_left DEV RES_A RES_B: (VM A) nothing left on DEV in either VM:
 # A's resources are RES_A again (within 10 s) and B's RES_B, what they
@@ -540,6 +664,37 @@ vm2_pair()
 		[ "$bad" -ne 0 ] || bad=1
 	fi
 	return "$bad"
+}
+
+# vm2_end [--delete]: (VM A) the end of a two-VM test: A's device
+# counters, as comments; with --delete, rdma link delete $DEV (a check);
+# no more jobs for B; the TAP plan.
+vm2_end()
+{
+	rdma statistic show link "$DEV/1" 2>/dev/null | sed 's/^/# /'
+	if [ "${1:-}" = --delete ]; then
+		rdma link delete "$DEV"
+		vm2_result $? "A: rdma link delete $DEV"
+	fi
+	vm2_done
+	finish
+}
+
+# vm2_main ARGS...: the end of a two-VM script, called with its arguments
+# once its functions are defined: "--job NAME ARGS..." (in VM B, from
+# vm2_on) runs job_NAME with ARGS and exits with its status; in either VM
+# (VRDMA_VM set) the script's vm_main; on the host its host_main, which
+# boots the VMs (vm2_host).
+vm2_main()
+{
+	if [ "${1:-}" = --job ]; then
+		"job_$2" "${@:3}"
+		exit
+	elif [ -n "${VRDMA_VM:-}" ]; then
+		vm_main
+	else
+		host_main
+	fi
 }
 
 finish()

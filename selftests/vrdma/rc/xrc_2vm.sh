@@ -37,15 +37,7 @@
 #
 # XRC_2VM_ITERS: messages per client each way (default 20).
 # XRC_2VM_VM_ARGS: more scripts/vm-run options, e.g. --debug-kernel.
-SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SELF=$SELF_DIR/$(basename "$0")
-
-# (A job's output is A's to show: no TAP header in it.)
-if [ "${1:-}" = --job ]; then
-	. "$(dirname "$0")/../lib/lib.sh" >/dev/null
-else
-	. "$(dirname "$0")/../lib/lib.sh"
-fi
+. "$(dirname "$0")/../lib/lib.sh"
 
 IP_A=10.80.0.1 IP_B=10.80.0.2
 DEV=vrdma0
@@ -64,18 +56,11 @@ have() { command -v "$1" >/dev/null; }
 
 host_main()
 {
-	local top out vmrc
-
-	top=$(cd "$(dirname "$0")/../../.." && pwd)
-	out=${XRC_2VM_OUT:-$top/out/xrc_2vm}
 	have ibv_xsrq_pingpong || have rdma_xserver ||
 		skip_all "neither ibv_xsrq_pingpong (ibverbs-utils) nor rdma_xserver (rdmacm-utils) is installed"
-	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	vm2_run "$out" $((900 * SLOW)) "${XRC_2VM_VM_ARGS:-}"
-	vmrc=$?
-	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
-	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
-	finish
+	vm2_host "${XRC_2VM_OUT:-$VRDMA_TOP/out/xrc_2vm}" 900 \
+		"${XRC_2VM_VM_ARGS:-}"
+	vm2_host_end "$WANT"
 }
 
 # ------------------------------------------------------------------ VM ----
@@ -313,14 +298,4 @@ vm_main()
 	finish
 }
 
-if [ "${1:-}" = --job ]; then
-	# In VM B: one job of A's.
-	job=job_$2
-	shift 2
-	"$job" "$@"
-	exit
-elif [ -n "${VRDMA_VM:-}" ]; then
-	vm_main
-else
-	host_main
-fi
+vm2_main "$@"

@@ -27,15 +27,7 @@
 # Output is TAP; make check-long runs it (on the host: it boots the VMs).
 #
 # PERFTEST_2VM_VM_ARGS: more scripts/vm-run options, e.g. --debug-kernel.
-SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SELF=$SELF_DIR/$(basename "$0")
-
-# (A job's output is A's to show: no TAP header in it.)
-if [ "${1:-}" = --job ]; then
-	. "$(dirname "$0")/../lib/lib.sh" >/dev/null
-else
-	. "$(dirname "$0")/../lib/lib.sh"
-fi
+. "$(dirname "$0")/../lib/lib.sh"
 
 IP_A=10.81.0.1 IP_B=10.81.0.2
 DEV=vrdma0
@@ -58,17 +50,10 @@ have() { command -v "$1" >/dev/null; }
 
 host_main()
 {
-	local top out vmrc
-
-	top=$(cd "$(dirname "$0")/../../.." && pwd)
-	out=${PERFTEST_2VM_OUT:-$top/out/perftest_2vm}
 	have ib_write_bw || skip_all "perftest not installed"
-	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	vm2_run "$out" $((900 * SLOW)) "${PERFTEST_2VM_VM_ARGS:-}"
-	vmrc=$?
-	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
-	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
-	finish
+	vm2_host "${PERFTEST_2VM_OUT:-$VRDMA_TOP/out/perftest_2vm}" 900 \
+		"${PERFTEST_2VM_VM_ARGS:-}"
+	vm2_host_end "$WANT"
 }
 
 # ------------------------------------------------------------------ VM ----
@@ -200,14 +185,4 @@ vm_main()
 	finish
 }
 
-if [ "${1:-}" = --job ]; then
-	# In VM B: one job of A's.
-	job=job_$2
-	shift 2
-	"$job" "$@"
-	exit
-elif [ -n "${VRDMA_VM:-}" ]; then
-	vm_main
-else
-	host_main
-fi
+vm2_main "$@"

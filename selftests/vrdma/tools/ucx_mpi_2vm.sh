@@ -20,7 +20,6 @@
 # UCX_MPI_VM_ARGS: more scripts/vm-run options, e.g. --debug-kernel (with
 # vrdma.ko built for that kernel).
 SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SELF=$SELF_DIR/$(basename "$0")
 
 if [ "${1:-}" = --rsh ]; then
 	# Open MPI's remote shell in VM A: --rsh HOST CMD... (lib.sh's TAP
@@ -43,14 +42,11 @@ ITERS=${UCX_MPI_ITERS:-20}
 
 host_main()
 {
-	local top out vmrc want=3
+	local want=3
 
-	top=$(cd "$(dirname "$0")/../../.." && pwd)
-	out=${UCX_MPI_OUT:-$top/out/ucx_mpi_2vm}
 	command -v ucx_perftest >/dev/null || skip_all "ucx-utils not installed"
-	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	vm2_run "$out" $((1200 * SLOW)) "${UCX_MPI_VM_ARGS:-}"
-	vmrc=$?
+	vm2_host "${UCX_MPI_OUT:-$VRDMA_TOP/out/ucx_mpi_2vm}" 1200 \
+		"${UCX_MPI_VM_ARGS:-}"
 	# The VMs see this machine's root: the same tools.
 	if command -v mpirun >/dev/null && [ -x "$SELF_DIR/../build/mpi_xfer" ]; then
 		want=6
@@ -58,9 +54,7 @@ host_main()
 		skip_one "mpi_xfer, rank 0 in A, rank 1 in B" \
 			"mpirun (openmpi-bin) or build/mpi_xfer (libopenmpi-dev) missing"
 	fi
-	check_eq "every check ran in VM A" "$want" "$VM2_N"
-	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
-	finish
+	vm2_host_end "$want"
 }
 
 # ------------------------------------------------------------------ VM ----
@@ -141,13 +135,7 @@ vm_main()
 	else
 		echo "# no mpirun or mpi_xfer: no MPI"
 	fi
-	rdma statistic show link "$DEV/1" | sed 's/^/# /'
-	vm2_done
-	finish
+	vm2_end
 }
 
-if [ -n "${VRDMA_VM:-}" ]; then
-	vm_main
-else
-	host_main
-fi
+vm2_main "$@"

@@ -26,17 +26,11 @@
 # ISER_2VM_VM_ARGS: more scripts/vm-run options.  A kernel without the
 # modules of the target or the initiator (the debug kernel of
 # scripts/build-debug-kernel has none) skips the test.
-SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SELF=$SELF_DIR/$(basename "$0")
-
-# (A job's output is A's to show: no TAP header in it.)
-if [ "${1:-}" = --job ]; then
-	. "$(dirname "$0")/../lib/lib.sh" >/dev/null
-else
-	. "$(dirname "$0")/../lib/lib.sh"
-fi
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/lio_lib.sh"
 
 IP_A=10.82.0.1 IP_B=10.82.0.2
+TARGET_IP=$IP_A
 DEV=vrdma0
 PORTNO=3260
 IQN=iqn.2026-11.io.vrdma:iser-2vm
@@ -45,7 +39,6 @@ SIZE_MB=${VRDMA_ISER_SIZE_MB:-8}
 CFG=/sys/kernel/config/target
 # Where fio_blockdev leaves its logs (in B).
 scratch=/tmp
-RD=$CFG/core/rd_mcp_0/iser_rd
 # What A checks, and so how many results the host expects.
 WANT=17
 
@@ -53,77 +46,17 @@ WANT=17
 
 host_main()
 {
-	local top out vmrc
-
-	top=$(cd "$(dirname "$0")/../../.." && pwd)
-	out=${ISER_2VM_OUT:-$top/out/iser_2vm}
 	command -v iscsiadm >/dev/null ||
 		skip_all "iscsiadm (open-iscsi) is not installed"
 	command -v fio >/dev/null || skip_all "fio is not installed"
-	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	vm2_run "$out" $((900 * SLOW)) "${ISER_2VM_VM_ARGS:-}"
-	vmrc=$?
-	[ ! -s "$out/primary/skip" ] || skip_all "$(cat "$out/primary/skip")"
-	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
-	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
-	finish
+	vm2_host "${ISER_2VM_OUT:-$VRDMA_TOP/out/iser_2vm}" 900 \
+		"${ISER_2VM_VM_ARGS:-}"
+	vm2_host_end "$WANT"
 }
 
 # ------------------------------------------------------------------ VM ----
 
-hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
-
-# job_missing MODULE...: those of the MODULEs the booted kernel has not.
-job_missing()
-{
-	local m
-
-	for m in "$@"; do
-		modinfo "$m" >/dev/null 2>&1 || echo "$m"
-	done
-}
-
-# job_dmesg: the kernel's iSCSI, target and RDMA lines, as comments.
-job_dmesg()
-{
-	dmesg | grep -Ei 'iser|iscsi|target|rdma|infiniband|vrdma' |
-		tail -n 40 | sed 's/^/#   /'
-}
-
 # VM B: the initiator.
-
-iscsi_node() { iscsiadm -m node -T "$IQN" -p "$IP_A:$PORTNO" -I iser "$@"; }
-
-# disk: the SCSI disk of our session ("" if none).
-disk()
-{
-	local s b
-
-	for s in /sys/class/iscsi_session/session*; do
-		[ "$(cat "$s/targetname" 2>/dev/null)" = "$IQN" ] || continue
-		for b in "$s"/device/target*/*/block/*; do
-			[ -e "$b" ] && echo "/dev/${b##*/}" && return
-		done
-	done
-}
-
-have_disk() { [ -n "$(disk)" ] && [ -b "$(disk)" ]; }
-no_disk() { [ -z "$(disk)" ]; }
-
-# session_param NAME: a negotiated parameter of our session.
-session_param()
-{
-	local s
-
-	for s in /sys/class/iscsi_session/session*; do
-		[ "$(cat "$s/targetname" 2>/dev/null)" = "$IQN" ] || continue
-		cat "$s/$1" 2>/dev/null
-		return
-	done
-}
-
-# iscsiadm talks to iscsid through this abstract socket.
-iscsid_up() { ss -xl | grep -q '@ISCSIADM_ABSTRACT_NAMESPACE'; }
 
 # The jobs A hands B (this script with --job NAME ARGS...).
 
@@ -139,8 +72,8 @@ job_login()
 	echo $! >/tmp/iscsid.pid
 	wait_until $((20 * SLOW)) iscsid_up || { cat /tmp/iscsid.log; return 1; }
 	iscsi_node -o new >/dev/null && iscsi_node --login &&
-		wait_until $((60 * SLOW)) have_disk || return 1
-	echo "$(disk) immediate_data=$(session_param immediate_data)"
+		wait_until $((60 * SLOW)) iscsi_have_disk || return 1
+	echo "$(iscsi_disk) immediate_data=$(iscsi_session_param immediate_data)"
 	iscsiadm -m session
 }
 
@@ -148,13 +81,13 @@ job_login()
 # only when it fails, else its summary lines.
 job_fio()
 {
-	fio_blockdev "$(disk)" "$@" &&
+	fio_blockdev "$(iscsi_disk)" "$@" &&
 		grep -E '^ *(READ|WRITE):' "$scratch/$1.log"
 }
 
 job_logout()
 {
-	iscsi_node --logout && wait_until $((30 * SLOW)) no_disk &&
+	iscsi_node --logout && wait_until $((30 * SLOW)) iscsi_no_disk &&
 		iscsi_node -o delete
 }
 
@@ -171,81 +104,21 @@ job_unload()
 
 # VM A: the target, and the checks.
 
-# target_up: LIO's configfs (targetcli needs a D-Bus daemon, which the VM
-# has not): a 64 MiB RAM disk as LUN 0 of IQN, an iSER portal on A's
-# address, any initiator allowed, no authentication.
-target_up()
-{
-	local t=$CFG/iscsi/$IQN/tpgt_1 a
-
-	mkdir -p "$RD" && echo rd_pages=16384 >"$RD/control" &&
-		echo 1 >"$RD/enable" &&
-		mkdir -p "$t/lun/lun_0" && ln -s "$RD" "$t/lun/lun_0/rd" &&
-		mkdir "$t/np/$IP_A:$PORTNO" &&
-		echo 1 >"$t/np/$IP_A:$PORTNO/iser" || return 1
-	for a in authentication=0 generate_node_acls=1 \
-		demo_mode_write_protect=0 cache_dynamic_acls=1; do
-		echo "${a#*=}" >"$t/attrib/${a%=*}" || return 1
-	done
-	echo 1 >"$t/enable"
-}
-
-# target_down: children before parents.
-target_down()
-{
-	local t=$CFG/iscsi/$IQN/tpgt_1
-
-	[ -d "$CFG/iscsi/$IQN" ] || [ -d "$RD" ] || return 0
-	echo 0 >"$t/enable" 2>/dev/null
-	echo 0 >"$t/np/$IP_A:$PORTNO/iser" 2>/dev/null
-	rmdir "$t/np/$IP_A:$PORTNO" 2>/dev/null
-	rm -f "$t/lun/lun_0/rd"
-	rmdir "$t/lun/lun_0" "$t" "$CFG/iscsi/$IQN" 2>/dev/null
-	rmdir "$RD" "$CFG/core/rd_mcp_0" 2>/dev/null
-	! [ -d "$CFG/iscsi/$IQN" ] && ! [ -d "$RD" ]
-}
-
-# rcheck DESCRIPTION CMD...: a check whose output is shown as comments.
-rcheck()
-{
-	local desc=$1 out rc
-
-	shift
-	out=$("$@" 2>&1)
-	rc=$?
-	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/#   /'
-	vm2_result "$rc" "$desc"
-}
-
-# no_target_qp: ib_isert has no connection (its RC QPs are gone).
-no_target_qp()
-{
-	! rdma resource show qp link "$DEV/1" 2>/dev/null | grep -q 'type RC'
-}
-
 vm_main()
 {
-	local out res0 res_b0 rx tx f0
+	local out res0 res_b0 f0
 
 	vm2_setup "$IP_A" "$IP_B" "$DEV"
 
-	# A kernel without the target's or the initiator's modules (the
-	# debug kernel of scripts/build-debug-kernel has none): a skip,
-	# which the host reports.
-	out=$(job_missing target_core_mod iscsi_target_mod ib_isert; vm2_on B missing ib_iser sd_mod)
-	if [ -n "$out" ]; then
-		echo "no module $(printf '%s\n' "$out" | paste -sd ' ') in the VMs' kernel" \
-			>/vmout/skip
-		vm2_done
-		exit 0
-	fi
+	vm2_need_modules "target_core_mod iscsi_target_mod ib_isert" \
+		"ib_iser sd_mod"
 	res0=$(rdma_res)
 	res_b0=$(vm2_on B res)
 	echo "# resources of $DEV before: A: $res0; B: $res_b0"
 	f0=$_tap_failed
 	modprobe -a target_core_mod iscsi_target_mod ib_isert
 	vm2_result $? "A: modules target_core_mod, iscsi_target_mod, ib_isert"
-	target_up
+	iser_target_up
 	vm2_result $? "A: LIO RAM disk LUN, iSER portal $IP_A:$PORTNO"
 
 	out=$(vm2_on B login)
@@ -256,53 +129,20 @@ vm_main()
 	printf '%s\n' "$out" | grep -q '^/dev/[a-z]* immediate_data=1$'
 	vm2_result $? "B: immediate data was negotiated"
 
-	rx=$(hw_stat rcvd_bytes) tx=$(hw_stat sent_bytes)
-	rcheck "B: fio 4 KiB random writes, read back, crc32c verified" \
-		vm2_on B fio rand4k --rw=randwrite --bs=4k --iodepth=16 \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
-	rcheck "B: fio 1 MiB sequential writes, read back, crc32c verified" \
-		vm2_on B fio seq1m --rw=write --bs=1M --iodepth=4 \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
-	rcheck "B: fio 4 KiB random read/write mix, two jobs" \
-		vm2_on B fio mix4k --rw=randrw --bs=4k --iodepth=32 --numjobs=2
-	rx=$(($(hw_stat rcvd_bytes) - rx)) tx=$(($(hw_stat sent_bytes) - tx))
-	echo "# A's $DEV received $rx and sent $tx bytes"
-	# Each verified job writes the whole range (immediate data and the
-	# target's RDMA READs, into A) and reads it back (the target's RDMA
-	# WRITEs, out of A).
-	[ "$rx" -ge $((2 * SIZE_MB << 20)) ] && [ "$tx" -ge $((2 * SIZE_MB << 20)) ]
-	vm2_result $? "A: the data went both ways through $DEV"
+	vm2_fio
 
-	rcheck "B: iscsiadm logout, the disk goes away" vm2_on B logout
-	wait_until $((30 * SLOW)) no_target_qp
+	vm2_rcheck "B: iscsiadm logout, the disk goes away" vm2_on B logout
+	wait_until $((30 * SLOW)) vm2_no_rc_qp
 	vm2_result $? "A: ib_isert's connection (RC QP) is gone"
-	target_down
+	iser_target_down
 	vm2_result $? "A: the target goes down"
 	rmmod ib_isert
 	vm2_result $? "A: ib_isert unloads"
-	rcheck "B: ib_iser unloads" vm2_on B unload
+	vm2_rcheck "B: ib_iser unloads" vm2_on B unload
 	vm2_check_left "$DEV" "$res0" "$res_b0"
-	if [ "$_tap_failed" -ne "$f0" ]; then
-		echo "# A's kernel:"
-		job_dmesg
-		echo "# B's kernel:"
-		vm2_on B dmesg
-	fi
-	rdma statistic show link "$DEV/1" 2>/dev/null | sed 's/^/# /'
-	rdma link delete "$DEV"
-	vm2_result $? "A: rdma link delete $DEV"
-	vm2_done
-	finish
+	# The kernels' iSCSI, target and RDMA lines, if a check failed.
+	vm2_dmesg "$f0" 'iser|iscsi|target|rdma|infiniband|vrdma'
+	vm2_end --delete
 }
 
-if [ "${1:-}" = --job ]; then
-	# In VM B: one job of A's.
-	job=job_$2
-	shift 2
-	"$job" "$@"
-	exit
-elif [ -n "${VRDMA_VM:-}" ]; then
-	vm_main
-else
-	host_main
-fi
+vm2_main "$@"

@@ -9,27 +9,19 @@
 #   VM B (peer)     the NVMe host: nvme-rdma, nvme connect -t rdma
 #
 # VM A drives; VM B runs the commands A hands it through the shared
-# directory (this script with --job, through lib.sh's vm2_remote and
-# vm2_serve).  Checks: the connect and the namespace's block device in B,
-# with transport rdma to A's address; fio from B, direct
-# I/O: 4 KiB random writes read back and 1 MiB sequential writes read back,
-# both verified with crc32c, and a 4 KiB random read/write mix; the bytes
-# went through A's vrdma0; the disconnect leaves no controller on either
-# side and no QP, CQ, MR or PD of the ULPs on either device; the target
-# goes down and its modules unload.  Output is TAP; make check-long runs
-# it (on the host: it boots the VMs).
+# directory (this script with --job, through lib.sh's vm2_on).  Checks:
+# the connect and the namespace's block device in B, with transport rdma
+# to A's address; fio from B, direct I/O: 4 KiB random writes read back
+# and 1 MiB sequential writes read back, both verified with crc32c, and a
+# 4 KiB random read/write mix; the bytes went through A's vrdma0; the
+# disconnect leaves no controller on either side and no QP, CQ, MR or PD
+# of the ULPs on either device; the target goes down and its modules
+# unload.  Output is TAP; make check-long runs it (on the host: it boots
+# the VMs).
 #
 # VRDMA_NVMEOF_SIZE_MB: how much of the disk fio covers (default 8).
 # NVMEOF_VM_ARGS: more scripts/vm-run options, e.g. --debug-kernel.
-SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SELF=$SELF_DIR/$(basename "$0")
-
-# (A job's output is A's to show: no TAP header in it.)
-if [ "${1:-}" = --job ]; then
-	. "$(dirname "$0")/../lib/lib.sh" >/dev/null
-else
-	. "$(dirname "$0")/../lib/lib.sh"
-fi
+. "$(dirname "$0")/../lib/lib.sh"
 . "$(dirname "$0")/../lib/nvme_lib.sh"
 
 IP_A=10.79.0.1 IP_B=10.79.0.2
@@ -47,26 +39,14 @@ WANT=16
 
 host_main()
 {
-	local top out vmrc
-
-	top=$(cd "$(dirname "$0")/../../.." && pwd)
-	out=${NVMEOF_2VM_OUT:-$top/out/nvmeof_2vm}
 	command -v nvme >/dev/null || skip_all "nvme-cli is not installed"
 	command -v fio >/dev/null || skip_all "fio is not installed"
-	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	vm2_run "$out" $((900 * SLOW)) "${NVMEOF_VM_ARGS:-}"
-	vmrc=$?
-	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
-	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
-	finish
+	vm2_host "${NVMEOF_2VM_OUT:-$VRDMA_TOP/out/nvmeof_2vm}" 900 \
+		"${NVMEOF_VM_ARGS:-}"
+	vm2_host_end "$WANT"
 }
 
 # ------------------------------------------------------------------ VM ----
-
-# Both: the vrdma device, and what either side may use.
-
-
-hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
 
 # VM B: the NVMe host.
 
@@ -122,28 +102,7 @@ job_unload()
 	rmmod nvme_rdma nvme_fabrics && rdma_res
 }
 
-job_res()
-{
-	rdma_res
-}
-
 # VM A: the target, and the checks.
-
-# remote JOB ARGS...: run this script's job JOB in VM B, wait for it, print
-# its output and return its exit status.
-remote() { vm2_remote "$(printf '%q ' "$SELF" --job "$@")"; }
-
-# rcheck DESCRIPTION CMD...: a check whose output is shown as comments.
-rcheck()
-{
-	local desc=$1 out rc
-
-	shift
-	out=$("$@" 2>&1)
-	rc=$?
-	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/#   /'
-	vm2_result "$rc" "$desc"
-}
 
 # target_down: the configfs target, children before parents.
 target_down()
@@ -155,23 +114,14 @@ target_down()
 		rmdir "$CFG/subsystems/$NQN"
 }
 
-# same_res RES: the device's ULP resources are RES (rdma_res).
-same_res() { [ "$(rdma_res)" = "$1" ]; }
-
-# no_target_ctrl: nvmet has no controller (its RDMA queues are gone).
-no_target_ctrl()
-{
-	! rdma resource show qp link "$DEV/1" 2>/dev/null | grep -q 'type RC'
-}
-
 vm_main()
 {
-	local out res0 res_b0 res rx tx
+	local out res0 res_b0 res
 
 	vm2_setup "$IP_A" "$IP_B" "$DEV"
 
 	res0=$(rdma_res)
-	res_b0=$(remote res)
+	res_b0=$(vm2_on B res)
 	echo "# resources of $DEV before: A: $res0; B: $res_b0"
 	modprobe -a nvmet nvmet-rdma &&
 		modprobe null_blk nr_devices=1 gb=1 memory_backed=1
@@ -179,43 +129,30 @@ vm_main()
 	target_up "$IP_A"
 	vm2_result $? "A: nvmet subsystem, namespace on /dev/nullb0, rdma port $IP_A:$PORTNO"
 
-	out=$(remote connect)
+	out=$(vm2_on B connect)
 	vm2_result $? "B: nvme connect -t rdma -a $IP_A -s $PORTNO, the namespace appears"
 	echo "# B: $out"
-	check_match_r "B: the controller's transport is rdma, address $IP_A" \
+	vm2_check_match "B: the controller's transport is rdma, address $IP_A" \
 		"^/dev/nvme[0-9]+n[0-9]+ rdma traddr=$IP_A,trsvcid=$PORTNO\$" \
 		"$out"
 
-	rx=$(hw_stat rcvd_bytes) tx=$(hw_stat sent_bytes)
-	rcheck "B: fio 4 KiB random writes, read back, crc32c verified" \
-		remote fio rand4k --rw=randwrite --bs=4k --iodepth=16 \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
-	rcheck "B: fio 1 MiB sequential writes, read back, crc32c verified" \
-		remote fio seq1m --rw=write --bs=1M --iodepth=4 \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
-	rcheck "B: fio 4 KiB random read/write mix, two jobs" \
-		remote fio mix4k --rw=randrw --bs=4k --iodepth=32 --numjobs=2
-	rx=$(($(hw_stat rcvd_bytes) - rx)) tx=$(($(hw_stat sent_bytes) - tx))
-	echo "# A's $DEV received $rx and sent $tx bytes"
-	# Each fio job writes and reads back (about) the whole range.
-	[ "$rx" -ge $((2 * SIZE_MB << 20)) ] && [ "$tx" -ge $((2 * SIZE_MB << 20)) ]
-	vm2_result $? "A: the data went both ways through $DEV"
+	vm2_fio
 
-	rcheck "B: nvme disconnect, the controller and block device go away" \
-		remote disconnect
-	wait_until $((30 * SLOW)) no_target_ctrl
+	vm2_rcheck "B: nvme disconnect, the controller and block device go away" \
+		vm2_on B disconnect
+	wait_until $((30 * SLOW)) vm2_no_rc_qp
 	vm2_result $? "A: nvmet's queues (RC QPs) are gone"
-	out=$(remote unload)
+	out=$(vm2_on B unload)
 	vm2_result $? "B: nvme-rdma unloads"
 	res=$(printf '%s\n' "$out" | tail -n 1)
-	check_eq_r "B: no QP, CQ, MR or PD of the ULPs left on $DEV" \
+	vm2_check_eq "B: no QP, CQ, MR or PD of the ULPs left on $DEV" \
 		"$res_b0" "$res"
 	# The device before the target's configuration, as nvmeof.sh does:
 	# the listener goes with the device, not under nvmet_config_sem
 	# (else lockdep reports a false inversion there, in upstream code).
-	wait_until $((30 * SLOW)) same_res "$res0"
+	wait_until $((30 * SLOW)) vm2_same_res "$res0"
 	res=$(rdma_res)
-	check_eq_r "A: no QP, CQ, MR or PD of the ULPs left on $DEV" \
+	vm2_check_eq "A: no QP, CQ, MR or PD of the ULPs left on $DEV" \
 		"$res0" "$res"
 	[ "$res" = "$res0" ] || rdma resource show | sed 's/^/#   /'
 	rdma statistic show link "$DEV/1" 2>/dev/null | sed 's/^/# /'
@@ -229,29 +166,4 @@ vm_main()
 	finish
 }
 
-# check_eq_r / check_match_r: lib.sh's check_eq and check_match, with the
-# result also written for the host.
-check_eq_r()
-{
-	[ "$2" = "$3" ]
-	vm2_result $? "$1"
-	[ "$2" = "$3" ] || echo "#   expected '$2', got '$3'"
-}
-
-check_match_r()
-{
-	printf '%s\n' "$3" | grep -Eq -- "$2"
-	vm2_result $? "$1"
-}
-
-if [ "${1:-}" = --job ]; then
-	# In VM B: one job of A's.
-	job=job_$2
-	shift 2
-	"$job" "$@"
-	exit
-elif [ -n "${VRDMA_VM:-}" ]; then
-	vm_main
-else
-	host_main
-fi
+vm2_main "$@"

@@ -35,11 +35,14 @@
 # output in out/srp) and runs itself there.
 VRDMA_OWN_VM=1500
 . "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/lio_lib.sh"
 
 TYPE=${VRDMA_TEST_TYPE:-vrdma}
 SLOW=${VRDMA_TEST_SLOW:-1}
 NETDEV=srp0 PEER=srp1
 IP=10.226.0.1
+# The device talks to itself: one address for the target and initiator.
+TARGET_IP=$IP INITIATOR_IP=$IP
 PORTNO=5555
 SIZE_MB=${VRDMA_SRP_SIZE_MB:-8}
 
@@ -51,13 +54,12 @@ use_device_type
 DEV=${TYPE}0
 
 CFG=/sys/kernel/config/target
-RD=$CFG/core/rd_mcp_0/srp_rd
 scratch=$(mktemp -d /tmp/srp.XXXXXX) || exit 1
 
 cleanup()
 {
-	logout >/dev/null 2>&1
-	target_down
+	srp_logout >/dev/null 2>&1
+	srp_target_down
 	rmmod ib_srp ib_srpt 2>/dev/null
 	rdma link delete "$DEV" 2>/dev/null
 	ip link del "$NETDEV" 2>/dev/null
@@ -66,120 +68,10 @@ cleanup()
 }
 trap cleanup EXIT
 
-# port_id: the name ib_srpt gives the device's port in configfs, made from
-# its GID 0: the interface ID of a link-local GID (as a RoCE port's is),
-# "xxxx:xxxx:xxxx:xxxx", else 0x and the whole GID in hex.
-port_id()
-{
-	local gid
-
-	gid=$(cat "/sys/class/infiniband/$DEV/ports/1/gids/0") || return 1
-	case $gid in
-	fe80:0000:0000:0000:*) echo "${gid#fe80:0000:0000:0000:}" ;;
-	*) echo "0x${gid//:/}" ;;
-	esac
-}
-
-# target_up: a 64 MiB RAM disk as LUN 0 of the device's port, TPORT (one
-# target portal group), an ACL for the initiator, named as ib_srpt names an
-# RDMA/CM login (its IP address), with the LUN mapped, and the RDMA/CM
-# listener on PORTNO.  ib_srpt has no demo mode: without the ACL every
-# login is refused.
-target_up()
-{
-	local t=$CFG/srpt/$TPORT/$TPORT
-
-	mkdir -p "$RD" && echo rd_pages=16384 >"$RD/control" &&
-		echo 1 >"$RD/enable" &&
-		mkdir -p "$t/lun/lun_0" && ln -s "$RD" "$t/lun/lun_0/rd" &&
-		mkdir -p "$t/acls/$IP/lun_0" &&
-		ln -s "$t/lun/lun_0" "$t/acls/$IP/lun_0/lun" &&
-		echo "$PORTNO" >"$CFG/srpt/discovery_auth/rdma_cm_port" &&
-		echo 1 >"$t/enable"
-}
-
-# target_down: children before parents; the listener closed.
-target_down()
-{
-	local p t
-
-	[ -d "$CFG/srpt" ] || [ -d "$RD" ] || return 0
-	for p in "$CFG"/srpt/*/*/enable; do
-		[ -e "$p" ] && echo 0 >"$p"
-	done
-	echo 0 >"$CFG/srpt/discovery_auth/rdma_cm_port" 2>/dev/null
-	for t in "$CFG"/srpt/*/*/lun; do
-		[ -d "$t" ] || continue
-		t=${t%/lun}
-		rm -f "$t"/acls/*/lun_*/lun
-		rmdir "$t"/acls/*/lun_* "$t"/acls/* 2>/dev/null
-		rm -f "$t"/lun/lun_*/rd
-		rmdir "$t"/lun/lun_* "$t" "${t%/*}" 2>/dev/null
-	done
-	rmdir "$RD" "$CFG/core/rd_mcp_0" 2>/dev/null
-	rmdir "$CFG/srpt" 2>/dev/null
-	! [ -d "$CFG/srpt" ] && ! [ -d "$RD" ]
-}
-
-# srp_host: the initiator's SCSI host of its remote port ("" if none).
-srp_host()
-{
-	local p h
-
-	for p in /sys/class/srp_remote_ports/port-*; do
-		[ -e "$p" ] || continue
-		h=${p##*/port-}
-		echo "/sys/class/scsi_host/host${h%%:*}"
-		return
-	done
-}
-
-# disk: the SCSI disk behind the SRP remote port ("" if none).
-disk()
-{
-	local h b
-
-	h=$(srp_host)
-	[ -n "$h" ] || return 0
-	for b in "$h"/device/target*/*/block/*; do
-		[ -e "$b" ] && echo "/dev/${b##*/}" && return
-	done
-}
-
-have_disk() { [ -n "$(disk)" ] && [ -b "$(disk)" ]; }
-no_disk() { [ -z "$(disk)" ] && [ -z "$(srp_host)" ]; }
-
-# add_target ID_EXT IOC_GUID [PARAM...]: ib_srp's login over RDMA/CM (the
-# write returns once it succeeded or failed), within a time limit.
-add_target()
-{
-	local id=$1 guid=$2 p
-	local opts="id_ext=$id,ioc_guid=$guid,dest=$IP:$PORTNO,src=$IP"
-
-	shift 2
-	for p; do
-		opts+=",$p"
-	done
-	# shellcheck disable=SC2016 # the inner shell's parameters
-	timeout -k 5 $((60 * SLOW)) bash -c 'echo "$1" >"$2"' - "$opts" \
-		"/sys/class/infiniband_srp/srp-$DEV-1/add_target"
-}
-
 login()
 {
-	add_target "$GUID" "$GUID" max_sect=2048 sg_tablesize=256 ch_count=2 &&
-		wait_until $((60 * SLOW)) have_disk
-}
-
-# logout: the remote port deleted (ib_srp removes its SCSI host).
-logout()
-{
-	local p
-
-	for p in /sys/class/srp_remote_ports/port-*/delete; do
-		[ -e "$p" ] && echo 1 >"$p"
-	done
-	wait_until $((30 * SLOW)) no_disk
+	srp_add_target "$GUID" "$GUID" max_sect=2048 sg_tablesize=256 \
+		ch_count=2 && wait_until $((60 * SLOW)) srp_have_disk
 }
 
 # moved DISK: the bytes DISK read and wrote (512-byte sectors).
@@ -229,7 +121,7 @@ data_path()
 {
 	local host d moved0 carried0 moved carried w0
 
-	host=$(srp_host) d=$(disk)
+	host=$(srp_host) d=$(srp_disk)
 	echo "# $d on ${host##*/}"
 	check_eq "the SCSI host's device and port" "$DEV 1" \
 		"$(cat "$host/local_ib_device" "$host/local_ib_port" 2>/dev/null |
@@ -287,10 +179,10 @@ res0=$(rdma_res)
 echo "# resources of $DEV before the modules: $res_base, after: $res0"
 n0=$(dmesg | wc -l) f0=$_tap_failed
 
-TPORT=$(port_id)
+TPORT=$(srp_port_id)
 echo "# target port $TPORT"
 check "LIO: RAM disk LUN on $DEV's port, initiator ACL, RDMA/CM port $PORTNO" \
-	target_up
+	srp_target_up "$TPORT"
 check_eq "ib_srpt's RDMA/CM port" "$PORTNO" \
 	"$(cat "$CFG/srpt/discovery_auth/rdma_cm_port" 2>/dev/null)"
 
@@ -298,16 +190,16 @@ check_eq "ib_srpt's RDMA/CM port" "$PORTNO" \
 # initiator's id_ext) gets a login rejection (ib_srp: ECONNRESET), and no
 # disk.
 check_fails "login with a wrong target port identifier is refused" \
-	"Connection reset by peer" add_target 0x1 "$GUID"
+	"Connection reset by peer" srp_add_target 0x1 "$GUID"
 check_match "... by ib_srpt, for that reason" \
 	"rejected SRP_LOGIN_REQ because it has an invalid target port" \
 	"$(dmesg | tail -n +$((n0 + 1)))"
-check "... and no remote port, no disk" no_disk
+check "... and no remote port, no disk" srp_no_disk
 
 check "ib_srp add_target over RDMA/CM ($IP:$PORTNO), a disk appears" login
 # Without a disk, on to the teardown (the kernel's lines shown after it).
-! have_disk || data_path
-check "the remote port deleted, the disk goes away" logout
+! srp_have_disk || data_path
+check "the remote port deleted, the disk goes away" srp_logout
 [ "$_tap_failed" -eq "$f0" ] || dmesg_since "$n0"
 
 same_res() { [ "$(rdma_res)" = "$1" ]; }
@@ -318,7 +210,7 @@ if ! same_res "$res0"; then
 	rdma resource show | sed 's/^/#   /'
 fi
 
-check "the target's configuration goes" target_down
+check "the target's configuration goes" srp_target_down
 check "ib_srp and ib_srpt unload" rmmod ib_srp ib_srpt
 check "nothing of ib_srp or ib_srpt left on $DEV" \
 	wait_until $((30 * SLOW)) same_res "$res_base"

@@ -27,17 +27,11 @@
 # SRP_2VM_VM_ARGS: more scripts/vm-run options.  A kernel without the
 # modules of the target or the initiator (the debug kernel of
 # scripts/build-debug-kernel has none) skips the test.
-SELF_DIR=$(cd "$(dirname "$0")" && pwd)
-SELF=$SELF_DIR/$(basename "$0")
-
-# (A job's output is A's to show: no TAP header in it.)
-if [ "${1:-}" = --job ]; then
-	. "$(dirname "$0")/../lib/lib.sh" >/dev/null
-else
-	. "$(dirname "$0")/../lib/lib.sh"
-fi
+. "$(dirname "$0")/../lib/lib.sh"
+. "$(dirname "$0")/../lib/lio_lib.sh"
 
 IP_A=10.83.0.1 IP_B=10.83.0.2
+TARGET_IP=$IP_A INITIATOR_IP=$IP_B
 DEV=vrdma0
 PORTNO=5555
 SLOW=${VRDMA_TEST_SLOW:-1}
@@ -45,7 +39,6 @@ SIZE_MB=${VRDMA_SRP_SIZE_MB:-8}
 CFG=/sys/kernel/config/target
 # Where fio_blockdev leaves its logs (in B).
 scratch=/tmp
-RD=$CFG/core/rd_mcp_0/srp_rd
 # What A checks, and so how many results the host expects.
 WANT=20
 
@@ -53,86 +46,15 @@ WANT=20
 
 host_main()
 {
-	local top out vmrc
-
-	top=$(cd "$(dirname "$0")/../../.." && pwd)
-	out=${SRP_2VM_OUT:-$top/out/srp_2vm}
 	command -v fio >/dev/null || skip_all "fio is not installed"
-	[ -f "$top/vrdma.ko" ] || skip_all "vrdma.ko not built"
-	vm2_run "$out" $((900 * SLOW)) "${SRP_2VM_VM_ARGS:-}"
-	vmrc=$?
-	[ ! -s "$out/primary/skip" ] || skip_all "$(cat "$out/primary/skip")"
-	check_eq "every check ran in VM A" "$WANT" "$VM2_N"
-	check_eq "the VMs ran cleanly (vm-run exit status)" 0 "$vmrc"
-	finish
+	vm2_host "${SRP_2VM_OUT:-$VRDMA_TOP/out/srp_2vm}" 900 \
+		"${SRP_2VM_VM_ARGS:-}"
+	vm2_host_end "$WANT"
 }
 
 # ------------------------------------------------------------------ VM ----
 
-hw_stat() { cat "/sys/class/infiniband/$DEV/ports/1/hw_counters/$1"; }
-
-# job_missing MODULE...: those of the MODULEs the booted kernel has not.
-job_missing()
-{
-	local m
-
-	for m in "$@"; do
-		modinfo "$m" >/dev/null 2>&1 || echo "$m"
-	done
-}
-
-# job_dmesg: the kernel's SRP, SCSI, target and RDMA lines, as comments.
-job_dmesg()
-{
-	dmesg | grep -Ei 'srp|scsi|target|rdma|infiniband|vrdma' |
-		tail -n 40 | sed 's/^/#   /'
-}
-
 # VM B: the initiator.
-
-# srp_host: the initiator's SCSI host of its remote port ("" if none).
-srp_host()
-{
-	local p h
-
-	for p in /sys/class/srp_remote_ports/port-*; do
-		[ -e "$p" ] || continue
-		h=${p##*/port-}
-		echo "/sys/class/scsi_host/host${h%%:*}"
-		return
-	done
-}
-
-# disk: the SCSI disk behind the SRP remote port ("" if none).
-disk()
-{
-	local h b
-
-	h=$(srp_host)
-	[ -n "$h" ] || return 0
-	for b in "$h"/device/target*/*/block/*; do
-		[ -e "$b" ] && echo "/dev/${b##*/}" && return
-	done
-}
-
-have_disk() { [ -n "$(disk)" ] && [ -b "$(disk)" ]; }
-no_disk() { [ -z "$(disk)" ] && [ -z "$(srp_host)" ]; }
-
-# add_target ID_EXT IOC_GUID [PARAM...]: ib_srp's login over RDMA/CM to
-# A (the write returns once it succeeded or failed), within a time limit.
-add_target()
-{
-	local id=$1 guid=$2 p
-	local opts="id_ext=$id,ioc_guid=$guid,dest=$IP_A:$PORTNO,src=$IP_B"
-
-	shift 2
-	for p; do
-		opts+=",$p"
-	done
-	# shellcheck disable=SC2016 # the inner shell's parameters
-	timeout -k 5 $((60 * SLOW)) bash -c 'echo "$1" >"$2"' - "$opts" \
-		"/sys/class/infiniband_srp/srp-$DEV-1/add_target"
-}
 
 # The jobs A hands B (this script with --job NAME ARGS...).
 
@@ -149,10 +71,10 @@ job_bad_login()
 {
 	local err
 
-	err=$(add_target 0x1 "$1" 2>&1) && return 1
+	err=$(srp_add_target 0x1 "$1" 2>&1) && return 1
 	echo "$err"
 	case $err in
-	*"Connection reset by peer"*) no_disk ;;
+	*"Connection reset by peer"*) srp_no_disk ;;
 	*) return 1 ;;
 	esac
 }
@@ -163,10 +85,10 @@ job_login()
 {
 	local h
 
-	add_target "$1" "$1" max_sect=2048 sg_tablesize=256 ch_count=2 &&
-		wait_until $((60 * SLOW)) have_disk || return 1
+	srp_add_target "$1" "$1" max_sect=2048 sg_tablesize=256 \
+		ch_count=2 && wait_until $((60 * SLOW)) srp_have_disk || return 1
 	h=$(srp_host)
-	echo "$(disk) on ${h##*/}:" \
+	echo "$(srp_disk) on ${h##*/}:" \
 		"$(cat "$h/local_ib_device" "$h/local_ib_port" "$h/ch_count" |
 		   tr '\n' ' ' | sed 's/ $//')"
 }
@@ -175,115 +97,25 @@ job_login()
 # only when it fails, else its summary lines.
 job_fio()
 {
-	fio_blockdev "$(disk)" "$@" &&
+	fio_blockdev "$(srp_disk)" "$@" &&
 		grep -E '^ *(READ|WRITE):' "$scratch/$1.log"
 }
 
-# job_logout: the remote port deleted (ib_srp removes its SCSI host).
-job_logout()
-{
-	local p
-
-	for p in /sys/class/srp_remote_ports/port-*/delete; do
-		[ -e "$p" ] && echo 1 >"$p"
-	done
-	wait_until $((30 * SLOW)) no_disk
-}
+# job_logout: the remote port deleted.
+job_logout() { srp_logout; }
 
 job_unload() { rmmod ib_srp; }
 
 # VM A: the target, and the checks.
 
-# port_id: the name ib_srpt gives the device's port in configfs, made from
-# its GID 0: the interface ID of a link-local GID (as a RoCE port's is),
-# "xxxx:xxxx:xxxx:xxxx", else 0x and the whole GID in hex.
-port_id()
-{
-	local gid
-
-	gid=$(cat "/sys/class/infiniband/$DEV/ports/1/gids/0") || return 1
-	case $gid in
-	fe80:0000:0000:0000:*) echo "${gid#fe80:0000:0000:0000:}" ;;
-	*) echo "0x${gid//:/}" ;;
-	esac
-}
-
-# target_up TPORT: a 64 MiB RAM disk as LUN 0 of the device's port TPORT
-# (one target portal group), an ACL with the LUN mapped, and the RDMA/CM
-# listener on PORTNO.  ib_srpt has no demo mode: without the ACL every
-# login is refused.  It names an RDMA/CM login by the source address of
-# its connection's cm_id (%pIS of route.addr.src_addr), which on the
-# passive side is the local one: A's address, not B's.
-target_up()
-{
-	local t=$CFG/srpt/$1/$1
-
-	mkdir -p "$RD" && echo rd_pages=16384 >"$RD/control" &&
-		echo 1 >"$RD/enable" &&
-		mkdir -p "$t/lun/lun_0" && ln -s "$RD" "$t/lun/lun_0/rd" &&
-		mkdir -p "$t/acls/$IP_A/lun_0" &&
-		ln -s "$t/lun/lun_0" "$t/acls/$IP_A/lun_0/lun" &&
-		echo "$PORTNO" >"$CFG/srpt/discovery_auth/rdma_cm_port" &&
-		echo 1 >"$t/enable"
-}
-
-# target_down: children before parents; the listener closed.
-target_down()
-{
-	local p t
-
-	[ -d "$CFG/srpt" ] || [ -d "$RD" ] || return 0
-	for p in "$CFG"/srpt/*/*/enable; do
-		[ -e "$p" ] && echo 0 >"$p"
-	done
-	echo 0 >"$CFG/srpt/discovery_auth/rdma_cm_port" 2>/dev/null
-	for t in "$CFG"/srpt/*/*/lun; do
-		[ -d "$t" ] || continue
-		t=${t%/lun}
-		rm -f "$t"/acls/*/lun_*/lun
-		rmdir "$t"/acls/*/lun_* "$t"/acls/* 2>/dev/null
-		rm -f "$t"/lun/lun_*/rd
-		rmdir "$t"/lun/lun_* "$t" "${t%/*}" 2>/dev/null
-	done
-	rmdir "$RD" "$CFG/core/rd_mcp_0" 2>/dev/null
-	rmdir "$CFG/srpt" 2>/dev/null
-	! [ -d "$CFG/srpt" ] && ! [ -d "$RD" ]
-}
-
-# rcheck DESCRIPTION CMD...: a check whose output is shown as comments.
-rcheck()
-{
-	local desc=$1 out rc
-
-	shift
-	out=$("$@" 2>&1)
-	rc=$?
-	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/#   /'
-	vm2_result "$rc" "$desc"
-}
-
-# no_target_qp: ib_srpt has no channel (its RC QPs are gone).
-no_target_qp()
-{
-	! rdma resource show qp link "$DEV/1" 2>/dev/null | grep -q 'type RC'
-}
-
 vm_main()
 {
-	local out res0 res_b0 rx tx f0 n0 guid tport
+	local out res0 res_b0 f0 n0 guid tport
 
 	vm2_setup "$IP_A" "$IP_B" "$DEV"
 
-	# A kernel without the target's or the initiator's modules (the
-	# debug kernel of scripts/build-debug-kernel has none): a skip,
-	# which the host reports.
-	out=$(job_missing target_core_mod ib_srpt; vm2_on B missing ib_srp scsi_transport_srp sd_mod)
-	if [ -n "$out" ]; then
-		echo "no module $(printf '%s\n' "$out" | paste -sd ' ') in the VMs' kernel" \
-			>/vmout/skip
-		vm2_done
-		exit 0
-	fi
+	vm2_need_modules "target_core_mod ib_srpt" \
+		"ib_srp scsi_transport_srp sd_mod"
 	res0=$(rdma_res)
 	res_b0=$(vm2_on B res)
 	echo "# resources of $DEV before: A: $res0; B: $res_b0"
@@ -294,12 +126,12 @@ vm_main()
 	printf '%s\n' "$guid" |
 		grep -q "^0x$(tr -d : <"/sys/class/infiniband/$DEV/node_guid")\$"
 	vm2_result $? "A: ib_srpt's service GUID ($guid) is $DEV's node GUID"
-	tport=$(port_id)
+	tport=$(srp_port_id)
 	echo "# target port $tport"
-	target_up "$tport"
+	srp_target_up "$tport"
 	vm2_result $? "A: LIO RAM disk LUN on $DEV's port, ACL, RDMA/CM port $PORTNO"
 
-	rcheck "B: ib_srp has a port of $DEV" vm2_on B modules
+	vm2_rcheck "B: ib_srp has a port of $DEV" vm2_on B modules
 	# The target must check the login: a wrong target port identifier
 	# (the initiator's id_ext) gets a login rejection (ib_srp:
 	# ECONNRESET), and no disk.
@@ -316,53 +148,20 @@ vm_main()
 	printf '%s\n' "$out" | grep -Eq "^/dev/sd[a-z]+ on host[0-9]+: $DEV 1 2\$"
 	vm2_result $? "B: the SCSI host is on $DEV port 1, two channels"
 
-	rx=$(hw_stat rcvd_bytes) tx=$(hw_stat sent_bytes)
-	rcheck "B: fio 4 KiB random writes, read back, crc32c verified" \
-		vm2_on B fio rand4k --rw=randwrite --bs=4k --iodepth=16 \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
-	rcheck "B: fio 1 MiB sequential writes, read back, crc32c verified" \
-		vm2_on B fio seq1m --rw=write --bs=1M --iodepth=4 \
-		--verify=crc32c --do_verify=1 --verify_fatal=1
-	rcheck "B: fio 4 KiB random read/write mix, two jobs" \
-		vm2_on B fio mix4k --rw=randrw --bs=4k --iodepth=32 --numjobs=2
-	rx=$(($(hw_stat rcvd_bytes) - rx)) tx=$(($(hw_stat sent_bytes) - tx))
-	echo "# A's $DEV received $rx and sent $tx bytes"
-	# Each verified job writes the whole range (immediate data and the
-	# target's RDMA READs, into A) and reads it back (the target's RDMA
-	# WRITEs, out of A).
-	[ "$rx" -ge $((2 * SIZE_MB << 20)) ] && [ "$tx" -ge $((2 * SIZE_MB << 20)) ]
-	vm2_result $? "A: the data went both ways through $DEV"
+	vm2_fio
 
-	rcheck "B: the remote port deleted, the disk goes away" vm2_on B logout
-	wait_until $((30 * SLOW)) no_target_qp
+	vm2_rcheck "B: the remote port deleted, the disk goes away" vm2_on B logout
+	wait_until $((30 * SLOW)) vm2_no_rc_qp
 	vm2_result $? "A: ib_srpt's channels (RC QPs) are gone"
-	target_down
+	srp_target_down
 	vm2_result $? "A: the target's configuration goes"
 	rmmod ib_srpt
 	vm2_result $? "A: ib_srpt unloads"
-	rcheck "B: ib_srp unloads" vm2_on B unload
+	vm2_rcheck "B: ib_srp unloads" vm2_on B unload
 	vm2_check_left "$DEV" "$res0" "$res_b0"
-	if [ "$_tap_failed" -ne "$f0" ]; then
-		echo "# A's kernel:"
-		job_dmesg
-		echo "# B's kernel:"
-		vm2_on B dmesg
-	fi
-	rdma statistic show link "$DEV/1" 2>/dev/null | sed 's/^/# /'
-	rdma link delete "$DEV"
-	vm2_result $? "A: rdma link delete $DEV"
-	vm2_done
-	finish
+	# The kernels' SRP, SCSI, target and RDMA lines, if a check failed.
+	vm2_dmesg "$f0" 'srp|scsi|target|rdma|infiniband|vrdma'
+	vm2_end --delete
 }
 
-if [ "${1:-}" = --job ]; then
-	# In VM B: one job of A's.
-	job=job_$2
-	shift 2
-	"$job" "$@"
-	exit
-elif [ -n "${VRDMA_VM:-}" ]; then
-	vm_main
-else
-	host_main
-fi
+vm2_main "$@"

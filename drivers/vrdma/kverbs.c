@@ -141,8 +141,7 @@ static int vrdma_kwr_to_wqe(struct vrdma_qp *qp, struct vrdma_send_wqe *wqe,
 	case IB_WR_MASKED_ATOMIC_FETCH_AND_ADD:
 		/* The masks take the second SGE's place (uapi). */
 		if (wr->num_sge != 1 || (wr->send_flags & IB_SEND_INLINE) ||
-		    qp->sq.entry_size < VRDMA_SEND_WQE_HDR_SIZE +
-					2 * sizeof(struct vrdma_sge))
+		    !vrdma_sq_fits_masks(&qp->sq))
 			return -EINVAL;
 		masks = (struct vrdma_atomic_masks *)&wqe->sge[1];
 		masks->compare_add_mask = atomic_wr(wr)->compare_add_mask;

@@ -103,9 +103,7 @@ static u8 vrdma_check_swqe(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	case VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP:
 	case VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD:
 		/* The masks take the second SGE's place: room for it. */
-		if (wqe->num_sge != 1 ||
-		    qp->sq.entry_size < VRDMA_SEND_WQE_HDR_SIZE +
-					2 * sizeof(struct vrdma_sge))
+		if (wqe->num_sge != 1 || !vrdma_sq_fits_masks(&qp->sq))
 			return IB_WC_LOC_QP_OP_ERR;
 		fallthrough;
 	case IB_UVERBS_WR_RDMA_READ:
@@ -228,13 +226,9 @@ u8 vrdma_wqe_atomic_op(const struct vrdma_send_wqe *wqe,
 {
 	bool cas = wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
 		   wqe->opcode == VRDMA_WR_MASKED_ATOMIC_CMP_AND_SWP;
-	struct vrdma_atomic_op op = {
-		.cmp_swap = cas,
-		.compare = cas ? wqe->atomic.compare_add : 0,
-		.swap_add = cas ? wqe->atomic.swap : wqe->atomic.compare_add,
-		.compare_mask = cas ? ~0ULL : 0,
-		.swap_add_mask = cas ? ~0ULL : 0,
-	};
+	struct vrdma_atomic_op op = vrdma_atomic_plain(cas,
+			cas ? wqe->atomic.compare_add : 0,
+			cas ? wqe->atomic.swap : wqe->atomic.compare_add);
 	bool plain = true;
 
 	if (vrdma_wqe_masked_atomic(wqe)) {

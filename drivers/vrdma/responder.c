@@ -575,13 +575,8 @@ static void vrdma_exec_atomic(struct vrdma_qp *qp, struct sk_buff *skb)
 	u32 rkey = be32_to_cpu(atmeth->rkey);
 	bool cas = pkt->opcode == IB_OPCODE_RC_COMPARE_SWAP ||
 		   pkt->opcode == VRDMA_OPCODE_RC_MASKED_COMPARE_SWAP;
-	struct vrdma_atomic_op aop = {
-		.cmp_swap = cas,
-		.compare = be64_to_cpu(atmeth->comp),
-		.swap_add = be64_to_cpu(atmeth->swap_add),
-		.compare_mask = cas ? ~0ULL : 0,
-		.swap_add_mask = cas ? ~0ULL : 0,
-	};
+	struct vrdma_atomic_op aop = vrdma_atomic_plain(cas,
+			be64_to_cpu(atmeth->comp), be64_to_cpu(atmeth->swap_add));
 	struct vrdma_rd_atomic *res;
 	struct vrdma_mr *mr;
 	u64 orig;

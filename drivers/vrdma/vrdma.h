@@ -820,6 +820,16 @@ static inline bool vrdma_wqe_masked_atomic(const struct vrdma_send_wqe *wqe)
 	       wqe->opcode == VRDMA_WR_MASKED_ATOMIC_FETCH_AND_ADD;
 }
 
+/*
+ * A masked atomic's masks take the second SGE's place (uapi): does an entry
+ * of @sq have room for them?
+ */
+static inline bool vrdma_sq_fits_masks(const struct vrdma_queue *sq)
+{
+	return sq->entry_size >= VRDMA_SEND_WQE_HDR_SIZE +
+				 2 * sizeof(struct vrdma_sge);
+}
+
 /* CMP_AND_SWP and FETCH_AND_ADD, masked or not. */
 static inline bool vrdma_wqe_atomic(const struct vrdma_send_wqe *wqe)
 {
@@ -1009,6 +1019,19 @@ struct vrdma_atomic_op {
 	u64 compare_mask;
 	u64 swap_add_mask;
 };
+
+/* A plain compare-and-swap or fetch-and-add: the masks that change nothing. */
+static inline struct vrdma_atomic_op
+vrdma_atomic_plain(bool cmp_swap, u64 compare, u64 swap_add)
+{
+	return (struct vrdma_atomic_op){
+		.cmp_swap = cmp_swap,
+		.compare = compare,
+		.swap_add = swap_add,
+		.compare_mask = cmp_swap ? ~0ULL : 0,
+		.swap_add_mask = cmp_swap ? ~0ULL : 0,
+	};
+}
 
 int vrdma_mr_atomic(struct vrdma_mr *mr, u64 iova,
 		    const struct vrdma_atomic_op *aop, u64 *orig);

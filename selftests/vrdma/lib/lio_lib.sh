@@ -6,9 +6,12 @@
 # through its configfs (targetcli needs a D-Bus daemon, which the VM has
 # not), exporting a 64 MiB RAM disk; and the initiators' view of it, the
 # SCSI disk of an open-iscsi session or of an ib_srp remote port.  The
-# sourcing script sets CFG (LIO's configfs directory), DEV, SLOW, PORTNO
-# (the target's port) and TARGET_IP (its address); for iSER also IQN, for
-# SRP INITIATOR_IP (the initiator's address).
+# sourcing script sets DEV, SLOW, PORTNO (the target's port) and TARGET_IP
+# (its address); for iSER also IQN, for SRP INITIATOR_IP (the initiator's
+# address).
+
+# LIO's configfs directory.
+CFG=/sys/kernel/config/target
 
 # lio_rd_up RD: the 64 MiB RAM disk RD (a directory of core/rd_mcp_0).
 lio_rd_up()

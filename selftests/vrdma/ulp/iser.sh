@@ -41,7 +41,6 @@ need_modules target_core_mod iscsi_target_mod ib_isert ib_iser sd_mod
 use_device_type
 DEV=${TYPE}0
 
-CFG=/sys/kernel/config/target
 scratch=$(mktemp -d /tmp/iser.XXXXXX) || exit 1
 
 cleanup()

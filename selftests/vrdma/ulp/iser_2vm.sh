@@ -36,7 +36,6 @@ PORTNO=3260
 IQN=iqn.2026-11.io.vrdma:iser-2vm
 SLOW=${VRDMA_TEST_SLOW:-1}
 SIZE_MB=${VRDMA_ISER_SIZE_MB:-8}
-CFG=/sys/kernel/config/target
 # Where fio_blockdev leaves its logs (in B).
 scratch=/tmp
 # What A checks, and so how many results the host expects.

@@ -53,7 +53,6 @@ need_modules target_core_mod ib_srpt ib_srp scsi_transport_srp sd_mod
 use_device_type
 DEV=${TYPE}0
 
-CFG=/sys/kernel/config/target
 scratch=$(mktemp -d /tmp/srp.XXXXXX) || exit 1
 
 cleanup()

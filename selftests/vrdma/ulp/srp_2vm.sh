@@ -36,7 +36,6 @@ DEV=vrdma0
 PORTNO=5555
 SLOW=${VRDMA_TEST_SLOW:-1}
 SIZE_MB=${VRDMA_SRP_SIZE_MB:-8}
-CFG=/sys/kernel/config/target
 # Where fio_blockdev leaves its logs (in B).
 scratch=/tmp
 # What A checks, and so how many results the host expects.

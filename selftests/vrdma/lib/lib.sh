@@ -389,21 +389,24 @@ vm2_rcheck()
 
 # vm2_setup IP_A IP_B DEV [PREP]: in either VM of a two-VM test, load
 # vrdma, run the shell command PREP if given, give eth0 this VM's address
-# (IP_A in A, IP_B in B; MTU 9000) and bind DEV to it.  In VM B it then
-# serves A's jobs until A is done, and exits.  In VM A it starts
-# /vmout/results and returns once B serves and answers a ping; if either
-# VM's setup failed, A ends the run (exit 1).
+# (IP_A in A, IP_B in B; MTU 9000) and bind DEV to it; a DEV named rxe*
+# is an rdma_rxe device instead (vrdma is not loaded then: both bind UDP
+# port 4791).  In VM B it then serves A's jobs until A is done, and
+# exits.  In VM A it starts /vmout/results and returns once B serves and
+# answers a ping; if either VM's setup failed, A ends the run (exit 1).
 vm2_setup()
 {
 	local ip_a=$1 ip_b=$2 dev=$3 prep=${4:-} me=$1 ok=1
 
 	[ "$VRDMA_VM_ROLE" = primary ] || me=$ip_b
-	vrdma_load || ok=
+	case $dev in
+	rxe*) modprobe -a rdma_rxe ib_uverbs || ok= ;;
+	*) vrdma_load || ok= ;;
+	esac
 	[ -z "$prep" ] || sh -c "$prep" || ok=
 	ip link set lo up
 	ip link set eth0 mtu 9000 up && ip addr add "$me/24" dev eth0 &&
-		rdma link add "$dev" type vrdma netdev eth0 &&
-		wait_until 30 roce_v2_ipv4_gid "$dev" || ok=
+		vm2_link_add "$dev" || ok=
 	if [ "$VRDMA_VM_ROLE" != primary ]; then
 		[ -n "$ok" ] || { vm2_setup_failed; exit 1; }
 		vm2_serve
@@ -418,6 +421,17 @@ vm2_setup()
 		exit 1
 	fi
 	wait_until 30 ping -c 1 -W 1 "$ip_b" >/dev/null
+}
+
+# vm2_link_add DEV: bind DEV (vrdma, or rdma_rxe if named rxe*) to eth0,
+# and wait for its RoCE v2 IPv4 GID.
+vm2_link_add()
+{
+	local type=vrdma
+
+	case $1 in rxe*) type=rxe ;; esac
+	rdma link add "$1" type "$type" netdev eth0 &&
+		wait_until 30 roce_v2_ipv4_gid "$1"
 }
 
 # Jobs any two-VM test can hand to either VM (vm2_on), and a server with
@@ -516,28 +530,32 @@ vm2_need_modules()
 	exit 0
 }
 
-# vm2_fio: (VM A) fio in B on the disk of a ULP whose target is in A,
-# through B's job fio NAME ARGS... (direct I/O on SIZE_MB MiB): 4 KiB
-# random writes and 1 MiB sequential writes, each read back and verified
-# with crc32c, and a 4 KiB random read/write mix, two jobs; then A's DEV
-# carried the data both ways.
+# vm2_fio [VM [JOB]]: (VM A) fio in VM (default B) on the disk of a ULP
+# whose target is in the other VM, through VM's job JOB (default fio) NAME
+# ARGS... (direct I/O on SIZE_MB MiB): 4 KiB random writes and 1 MiB
+# sequential writes, each read back and verified with crc32c, and a
+# 4 KiB random read/write mix, two jobs; then A's DEV carried the data
+# both ways.
 vm2_fio()
 {
 	local c=/sys/class/infiniband/$DEV/ports/1/hw_counters rx tx
+	local vm=${1:-B} job=${2:-fio}
 
 	rx=$(cat "$c/rcvd_bytes") tx=$(cat "$c/sent_bytes")
-	vm2_rcheck "B: fio 4 KiB random writes, read back, crc32c verified" \
-		vm2_on B fio rand4k --rw=randwrite --bs=4k --iodepth=16 \
+	vm2_rcheck "$vm: fio 4 KiB random writes, read back, crc32c verified" \
+		vm2_on "$vm" "$job" rand4k --rw=randwrite --bs=4k --iodepth=16 \
 		--verify=crc32c --do_verify=1 --verify_fatal=1
-	vm2_rcheck "B: fio 1 MiB sequential writes, read back, crc32c verified" \
-		vm2_on B fio seq1m --rw=write --bs=1M --iodepth=4 \
+	vm2_rcheck "$vm: fio 1 MiB sequential writes, read back, crc32c verified" \
+		vm2_on "$vm" "$job" seq1m --rw=write --bs=1M --iodepth=4 \
 		--verify=crc32c --do_verify=1 --verify_fatal=1
-	vm2_rcheck "B: fio 4 KiB random read/write mix, two jobs" \
-		vm2_on B fio mix4k --rw=randrw --bs=4k --iodepth=32 --numjobs=2
+	vm2_rcheck "$vm: fio 4 KiB random read/write mix, two jobs" \
+		vm2_on "$vm" "$job" mix4k --rw=randrw --bs=4k --iodepth=32 \
+		--numjobs=2
 	rx=$(($(cat "$c/rcvd_bytes") - rx)) tx=$(($(cat "$c/sent_bytes") - tx))
 	echo "# A's $DEV received $rx and sent $tx bytes"
-	# Each verified job writes the whole range (into A: the initiator's
-	# SENDs and the target's RDMA READs) and reads it back (out of A).
+	# Each verified job writes the whole range (the initiator's SENDs
+	# and the target's RDMA READs) and reads it back: both ways through
+	# A, whichever end it is.
 	[ "$rx" -ge $((2 * SIZE_MB << 20)) ] && [ "$tx" -ge $((2 * SIZE_MB << 20)) ]
 	vm2_result $? "A: the data went both ways through $DEV"
 }
@@ -559,9 +577,10 @@ vm2_no_rc_qp()
 	! rdma resource show qp link "$DEV/1" 2>/dev/null | grep -q 'type RC'
 }
 
-# vm2_check_left DEV RES_A RES_B: (VM A) nothing left on DEV in either VM:
-# A's resources are RES_A again (within 10 s) and B's RES_B, what they
-# were before the run; A's are listed if not.
+# vm2_check_left DEV RES_A RES_B [DEV_B]: (VM A) nothing left on DEV in
+# A or on DEV_B (default DEV) in B: A's resources are RES_A again (within
+# 10 s) and B's RES_B, what they were before the run; A's are listed if
+# not.
 vm2_check_left()
 {
 	local res
@@ -571,7 +590,7 @@ vm2_check_left()
 	vm2_check_eq "A: no QP, CQ, MR or PD left on $1" "$2" "$res"
 	[ "$res" = "$2" ] || rdma resource show | sed 's/^/#   /'
 	res=$(vm2_on B res)
-	vm2_check_eq "B: no QP, CQ, MR or PD left on $1" "$3" "$res"
+	vm2_check_eq "B: no QP, CQ, MR or PD left on ${4:-$1}" "$3" "$res"
 }
 
 # vm2_same_res RES: this VM's device has the resources RES (rdma_res).

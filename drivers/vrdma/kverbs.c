@@ -287,8 +287,10 @@ static int vrdma_kpost_rq(struct vrdma_queue *q, u32 max_sge,
  * @wr: the chain of work requests
  * @bad_wr: set to the first one not posted
  *
- * The responder takes them as messages arrive.  The task is queued all
- * the same: in the error state it is what flushes them (ib_drain_rq()).
+ * The responder takes them as messages arrive; nothing needs to run for
+ * them but in the error state, where the QP's task flushes them
+ * (ib_drain_rq()).  A ULP posts one for every message it receives: a task
+ * run for each would cost a wakeup per message.
  *
  * Context: any; does not sleep.
  * Return: 0, -ENOMEM when the RQ is full, -EINVAL for too many SGEs or a
@@ -307,7 +309,14 @@ int vrdma_kpost_recv(struct vrdma_qp *qp, const struct ib_recv_wr *wr,
 	spin_lock_irqsave(&qp->rq_lock, flags);
 	ret = vrdma_kpost_rq(&qp->rq, qp->max_recv_sge, wr, bad_wr);
 	spin_unlock_irqrestore(&qp->rq_lock, flags);
-	vrdma_qp_schedule(qp);
+	/*
+	 * The WQEs published before the state is read; vrdma_qp_error()
+	 * writes the state before it flushes: either it flushes them, or
+	 * this sees the error state and has them flushed.
+	 */
+	smp_mb();
+	if (READ_ONCE(qp->state) == IB_QPS_ERR)
+		vrdma_qp_schedule(qp);
 	return ret;
 }
 

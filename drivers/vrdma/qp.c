@@ -79,7 +79,9 @@ void vrdma_qp_error(struct vrdma_qp *qp, enum ib_event_type event)
 
 	if (entering) {
 		trace_vrdma_qp_error(qp, event);
-		qp->state = IB_QPS_ERR;
+		WRITE_ONCE(qp->state, IB_QPS_ERR);
+		/* The state before the rings: see vrdma_kpost_recv(). */
+		smp_mb();
 		del_timer(&qp->rnr_timer);
 		del_timer(&qp->retrans_timer);
 		if (event)

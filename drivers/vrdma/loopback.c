@@ -618,6 +618,7 @@ int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 	dqp = vrdma_qp_get(ldev, qp->attr.dest_qp_num);
 	/* A nested trylock: lockdep records no order for it. */
 	if (dqp && dqp != qp && vrdma_qp_trylock(dqp)) {
+		vrdma_qp_hold_peer(dqp);
 		if (vrdma_loopback_ready(qp, dqp)) {
 			switch (swqe->wqe->opcode) {
 			case IB_UVERBS_WR_SEND:
@@ -640,7 +641,7 @@ int vrdma_loopback_exec(struct vrdma_qp *qp, struct vrdma_swqe *swqe)
 				break;
 			}
 		}
-		vrdma_qp_unlock(dqp);
+		vrdma_qp_release_peer(dqp);
 	}
 	if (dqp)
 		vrdma_qp_put(dqp);

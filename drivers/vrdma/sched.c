@@ -67,7 +67,10 @@
  * Wakeups: a packet queued while the mutex holder is draining qp->rx is
  * taken in by that holder before it lets go (qp->draining and its
  * barriers: vrdma_qp_drain(), vrdma_qp_queue_rx()); otherwise its sender
- * queues the tasklet or the task.
+ * queues the tasklet or the task.  A doorbell that finds the mutex held
+ * by a holder that is draining leaves the requester to it the same way
+ * (qp->kicked): between two QPs of this host the peer's process sees its
+ * data while the sender still holds the peer, and posts at once.
  *
  * Lock order, outermost first:
  *   rtnl_lock (link add and delete, netdev events, multicast joins)
@@ -389,6 +392,14 @@ static bool vrdma_qp_run(struct vrdma_qp *qp)
 	bool again;
 
 	vrdma_qp_assert_locked(qp);
+	/*
+	 * A doorbell refused meanwhile: the requester below reads the SQ
+	 * after the flag is cleared (vrdma_qp_kick()).
+	 */
+	if (smp_load_acquire(&qp->kicked)) {
+		WRITE_ONCE(qp->kicked, false);
+		smp_mb();	/* the flag cleared before the SQ is read */
+	}
 	while (budget-- && (skb = skb_dequeue(&qp->rx))) {
 		if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_INIT) {
 			kfree_skb(skb);
@@ -446,21 +457,32 @@ static bool vrdma_qp_drain(struct vrdma_qp *qp, int rounds)
 		 * preempts only where asked to as well.
 		 */
 		cond_resched();
-	} while (--rounds && (again || !skb_queue_empty(&qp->rx)));
+	} while (--rounds && (again || !skb_queue_empty(&qp->rx) ||
+			      READ_ONCE(qp->kicked)));
 	vrdma_qp_drained(qp);
 	return again;
 }
 
 /*
+ * Something the holder was to take in arrived after it looked: packets,
+ * or a doorbell it refused.
+ */
+static bool vrdma_qp_left_work(struct vrdma_qp *qp)
+{
+	return (!skb_queue_empty(&qp->rx) && !READ_ONCE(qp->resp.read_bh)) ||
+	       READ_ONCE(qp->kicked);
+}
+
+/*
  * After a run that let go of the mutex: the rest of its work continues at
- * normal priority; packets that came in meanwhile have queued the task
- * themselves (this makes sure of it).
+ * normal priority; packets and doorbells that came in meanwhile have
+ * queued the task themselves (this makes sure of it).
  */
 static void vrdma_qp_after_run(struct vrdma_qp *qp, bool again)
 {
 	if (again)
 		vrdma_qp_continue(qp);
-	else if (!skb_queue_empty(&qp->rx) && !READ_ONCE(qp->resp.read_bh))
+	else if (vrdma_qp_left_work(qp))
 		vrdma_qp_schedule(qp);
 }
 
@@ -498,6 +520,37 @@ static void vrdma_qp_task_more(struct work_struct *work)
  */
 static DEFINE_PER_CPU(unsigned int, vrdma_inline_runs);
 
+/*
+ * Run @qp at once in this context if it may (vrdma_qp_rcv_local()): one
+ * round, and one more for what came in meanwhile (packets, a doorbell of
+ * its process, which sees the data placed by this run and posts at once);
+ * else its task.
+ */
+static void vrdma_qp_run_inline(struct vrdma_qp *qp)
+{
+	bool ran = false, again = false;
+
+	if (!preemptible()) {
+		vrdma_qp_schedule(qp);
+		return;
+	}
+
+	migrate_disable();
+	if (!this_cpu_read(vrdma_inline_runs) && vrdma_qp_trylock(qp)) {
+		this_cpu_inc(vrdma_inline_runs);
+		if (!qp->destroyed)
+			again = vrdma_qp_drain(qp, 2);
+		this_cpu_dec(vrdma_inline_runs);
+		vrdma_qp_unlock(qp);
+		ran = true;
+	}
+	migrate_enable();
+	if (ran)
+		vrdma_qp_after_run(qp, again);
+	else
+		vrdma_qp_schedule(qp);
+}
+
 /**
  * vrdma_qp_rcv_local() - hand a packet sent inside the driver to its QP,
  *	and run the QP at once if it is idle
@@ -518,32 +571,57 @@ static DEFINE_PER_CPU(unsigned int, vrdma_inline_runs);
  */
 void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb)
 {
-	bool ran = false, again = false;
-
 	if (READ_ONCE(qp->destroyed)) {
 		kfree_skb(skb);
 		return;
 	}
 	if (vrdma_qp_queue_rx(qp, skb))
 		return;		/* the holder takes it in */
-	if (!preemptible()) {
-		vrdma_qp_schedule(qp);
-		return;
-	}
+	vrdma_qp_run_inline(qp);
+}
 
-	migrate_disable();
-	if (!this_cpu_read(vrdma_inline_runs) && vrdma_qp_trylock(qp)) {
-		this_cpu_inc(vrdma_inline_runs);
-		if (!qp->destroyed)
-			again = vrdma_qp_run(qp);
-		this_cpu_dec(vrdma_inline_runs);
-		vrdma_qp_unlock(qp);
-		ran = true;
-	}
-	migrate_enable();
-	if (ran)
-		vrdma_qp_after_run(qp, again);
-	else
+/**
+ * vrdma_qp_hold_peer() - a peer QP taken by trylock (the loopback path)
+ *	drains: what arrives for it meanwhile is left to its holder
+ * @qp: the peer, its mutex and engines held
+ */
+void vrdma_qp_hold_peer(struct vrdma_qp *qp)
+{
+	WRITE_ONCE(qp->draining, true);
+}
+
+/**
+ * vrdma_qp_release_peer() - let go of a peer taken by trylock, and run it
+ *	if its process rang its doorbell or packets came meanwhile
+ * @qp: the peer, held since vrdma_qp_hold_peer()
+ *
+ * Its process sees a message the loopback path placed before the sender
+ * lets go of it, and may post at once: that doorbell is run here (an
+ * inline run), not by a wakeup of the task.
+ *
+ * Context: process, the sender's engines owned.
+ */
+void vrdma_qp_release_peer(struct vrdma_qp *qp)
+{
+	vrdma_qp_drained(qp);
+	vrdma_qp_unlock(qp);
+	if (vrdma_qp_left_work(qp))
+		vrdma_qp_run_inline(qp);
+}
+
+/*
+ * A doorbell that found the mutex held: a holder that is draining runs
+ * the requester once more before it lets go (vrdma_qp_drain(),
+ * vrdma_qp_left_work()), else the task runs it.  The flag is set after the
+ * WQEs were published, and read before draining: either the holder sees
+ * the flag, or this sees that it stopped draining.
+ */
+static void vrdma_qp_kick(struct vrdma_qp *qp)
+{
+	/* After the WQEs: pairs with the acquire in vrdma_qp_run(). */
+	smp_store_release(&qp->kicked, true);
+	smp_mb();	/* pairs with vrdma_qp_drained() */
+	if (!READ_ONCE(qp->draining))
 		vrdma_qp_schedule(qp);
 }
 
@@ -583,7 +661,7 @@ void vrdma_qp_doorbell(struct vrdma_qp *qp)
 	bool again = false;
 
 	if (!vrdma_qp_trylock(qp)) {
-		vrdma_qp_schedule(qp);
+		vrdma_qp_kick(qp);
 		return;
 	}
 	if (!qp->destroyed)

@@ -568,9 +568,13 @@ struct vrdma_ah {
  * @retrans_timer: fires when sent requests stay unacknowledged for the
  *	QP's timeout (the "timeout" attribute)
  * @rx: incoming packets for the task; has its own lock
- * @draining: the mutex holder (task or doorbell) takes in @rx before it
- *	lets go and looks again after; a packet's sender then need not
- *	queue the task (vrdma_qp_rcv(), vrdma_qp_rcv_local())
+ * @draining: the mutex holder (task, doorbell, inline run, the loopback
+ *	path holding a peer) takes in @rx and @kicked before it lets go and
+ *	looks again after; a packet's sender then need not queue the task
+ *	(vrdma_qp_rcv(), vrdma_qp_rcv_local()), nor a doorbell that found
+ *	the mutex held (vrdma_qp_doorbell())
+ * @kicked: a doorbell found the mutex held: the holder runs the requester
+ *	once more
  * @task: the QP's task, queued by events at high priority (sched.c)
  * @task_more: the same task, queued by a run that has work left, at
  *	normal priority
@@ -621,6 +625,7 @@ struct vrdma_qp {
 
 	struct sk_buff_head rx;
 	bool draining;
+	bool kicked;
 	struct work_struct task;	/* woken by an event: high priority */
 	struct work_struct task_more;	/* a run that has more: normal */
 	struct tasklet_struct bh;	/* responses, READs: vrdma_qp_bh() */
@@ -1183,6 +1188,8 @@ void vrdma_qp_continue(struct vrdma_qp *qp);
 void vrdma_qp_doorbell(struct vrdma_qp *qp);
 void vrdma_qp_rcv(struct vrdma_qp *qp, struct sk_buff *skb);
 void vrdma_qp_rcv_local(struct vrdma_qp *qp, struct sk_buff *skb);
+void vrdma_qp_hold_peer(struct vrdma_qp *qp);
+void vrdma_qp_release_peer(struct vrdma_qp *qp);
 
 /* rq.c */
 bool vrdma_take_rwqe(struct vrdma_qp *qp);

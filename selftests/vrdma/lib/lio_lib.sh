@@ -79,6 +79,34 @@ iscsi_disk()
 iscsi_have_disk() { [ -n "$(iscsi_disk)" ] && [ -b "$(iscsi_disk)" ]; }
 iscsi_no_disk() { [ -z "$(iscsi_disk)" ]; }
 
+# iser_login: for a test's VM of its own: ib_iser, iscsid (in a session of
+# its own: it signals its process group when it stops; its PID in
+# /tmp/iscsid.pid), the login to TARGET_IP:PORTNO; prints the disk and
+# whether immediate data was negotiated ("/dev/sdX immediate_data=1"),
+# then the session as iscsiadm lists it.
+iser_login()
+{
+	modprobe -a ib_iser sd_mod || return 1
+	mkdir -p /run/lock/iscsi
+	setsid iscsid -f >/tmp/iscsid.log 2>&1 </dev/null &
+	echo $! >/tmp/iscsid.pid
+	wait_until $((20 * SLOW)) iscsid_up || { cat /tmp/iscsid.log; return 1; }
+	iscsi_node -o new >/dev/null && iscsi_node --login &&
+		wait_until $((60 * SLOW)) iscsi_have_disk || return 1
+	echo "$(iscsi_disk) immediate_data=$(iscsi_session_param immediate_data)"
+	iscsiadm -m session
+}
+
+# iser_logout: the session goes, and with it the disk and the node record.
+iser_logout()
+{
+	iscsi_node --logout && wait_until $((30 * SLOW)) iscsi_no_disk &&
+		iscsi_node -o delete
+}
+
+# iscsid_stop: the iscsid of iser_login.
+iscsid_stop() { kill "$(cat /tmp/iscsid.pid)" 2>/dev/null; }
+
 # iscsi_session_param NAME: a negotiated parameter of our session.
 iscsi_session_param()
 {

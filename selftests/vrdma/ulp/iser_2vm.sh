@@ -59,22 +59,8 @@ host_main()
 
 # The jobs A hands B (this script with --job NAME ARGS...).
 
-# job_login: ib_iser, iscsid (in a session of its own: it signals its
-# process group when it stops; its PID in /tmp/iscsid.pid), the login;
-# then the disk, the session as iscsiadm lists it and whether immediate
-# data was negotiated.
-job_login()
-{
-	modprobe -a ib_iser sd_mod || return 1
-	mkdir -p /run/lock/iscsi
-	setsid iscsid -f >/tmp/iscsid.log 2>&1 </dev/null &
-	echo $! >/tmp/iscsid.pid
-	wait_until $((20 * SLOW)) iscsid_up || { cat /tmp/iscsid.log; return 1; }
-	iscsi_node -o new >/dev/null && iscsi_node --login &&
-		wait_until $((60 * SLOW)) iscsi_have_disk || return 1
-	echo "$(iscsi_disk) immediate_data=$(iscsi_session_param immediate_data)"
-	iscsiadm -m session
-}
+# job_login: the login (iser_login).
+job_login() { iser_login; }
 
 # job_fio NAME ARGS...: fio on the disk, direct I/O; its output is shown
 # only when it fails, else its summary lines.
@@ -84,11 +70,7 @@ job_fio()
 		grep -E '^ *(READ|WRITE):' "$scratch/$1.log"
 }
 
-job_logout()
-{
-	iscsi_node --logout && wait_until $((30 * SLOW)) iscsi_no_disk &&
-		iscsi_node -o delete
-}
+job_logout() { iser_logout; }
 
 # job_unload: ib_iser unloads, iscsid stops.
 job_unload()
@@ -97,7 +79,7 @@ job_unload()
 
 	rmmod ib_iser
 	rc=$?
-	kill "$(cat /tmp/iscsid.pid)" 2>/dev/null
+	iscsid_stop
 	return "$rc"
 }
 

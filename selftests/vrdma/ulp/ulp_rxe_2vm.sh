@@ -139,23 +139,12 @@ job_iser_target_up()
 		iser_target_up
 }
 
-# job_iser_login IP: ib_iser, iscsid (in a session of its own: it signals
-# its process group when it stops), the login to the portal at IP; the
-# disk and whether immediate data was negotiated, the session as iscsiadm
-# lists it.
+# job_iser_login IP: the login to the portal at IP (iser_login).
 job_iser_login()
 {
 	local TARGET_IP=$1 PORTNO=$ISCSI_PORT
 
-	modprobe -a ib_iser sd_mod || return 1
-	mkdir -p /run/lock/iscsi
-	setsid iscsid -f >/tmp/iscsid.log 2>&1 </dev/null &
-	echo $! >/tmp/iscsid.pid
-	wait_until $((20 * SLOW)) iscsid_up || { cat /tmp/iscsid.log; return 1; }
-	iscsi_node -o new >/dev/null && iscsi_node --login &&
-		wait_until $((60 * SLOW)) iscsi_have_disk || return 1
-	echo "$(iscsi_disk) immediate_data=$(iscsi_session_param immediate_data)"
-	iscsiadm -m session
+	iser_login
 }
 
 job_iser_fio()
@@ -170,10 +159,9 @@ job_iser_logout()
 {
 	local rc TARGET_IP=$1 PORTNO=$ISCSI_PORT
 
-	iscsi_node --logout && wait_until $((30 * SLOW)) iscsi_no_disk &&
-		iscsi_node -o delete && rmmod ib_iser
+	iser_logout && rmmod ib_iser
 	rc=$?
-	kill "$(cat /tmp/iscsid.pid)" 2>/dev/null
+	iscsid_stop
 	return "$rc"
 }
 

@@ -513,16 +513,16 @@ job_dmesg()
 	dmesg | grep -Ei -- "$1" | tail -n 40 | sed 's/^/#   /'
 }
 
-# vm2_need_modules MODULES_A MODULES_B: (VM A) unless the booted kernel has
-# the modules of the list MODULES_A in A and those of MODULES_B in B, the
-# test is a skip, which the host reports (vm2_host): the debug kernel of
-# scripts/build-debug-kernel, for one, has no LIO, iSER or SRP.
+# vm2_need_modules MODULES_A [MODULES_B]: (VM A) unless the booted kernel
+# has the modules of the list MODULES_A in A and those of MODULES_B (by
+# default the same) in B, the test is a skip, which the host reports
+# (vm2_host): a kernel built without LIO, for one.
 vm2_need_modules()
 {
 	local out
 
 	# shellcheck disable=SC2086 # the lists: words
-	out=$(job_missing $1; vm2_on B missing $2)
+	out=$(job_missing $1; vm2_on B missing ${2-$1})
 	[ -n "$out" ] || return 0
 	echo "no module $(printf '%s\n' "$out" | paste -sd ' ') in the VMs' kernel" \
 		>/vmout/skip

@@ -50,21 +50,10 @@ DEV=${TYPE}0
 
 scratch=$(mktemp -d /tmp/nvmeof.XXXXXX) || exit 1
 
-# target_down: the configfs target, children before parents.
-target_down()
-{
-	rm -f "$CFG/ports/1/subsystems/$NQN" 2>/dev/null
-	rmdir "$CFG/ports/1" 2>/dev/null
-	[ -d "$CFG/subsystems/$NQN" ] || return 0
-	echo 0 >"$CFG/subsystems/$NQN/namespaces/1/enable" 2>/dev/null
-	rmdir "$CFG/subsystems/$NQN/namespaces/1" 2>/dev/null
-	rmdir "$CFG/subsystems/$NQN" 2>/dev/null
-}
-
 cleanup()
 {
 	nvme disconnect -n "$NQN" >/dev/null 2>&1
-	target_down
+	target_down 2>/dev/null
 	rmmod nvme_rdma nvmet_rdma 2>/dev/null
 	rdma link delete "$DEV" 2>/dev/null
 	ip link del "$NETDEV" 2>/dev/null

@@ -104,16 +104,6 @@ job_unload()
 
 # VM A: the target, and the checks.
 
-# target_down: the configfs target, children before parents.
-target_down()
-{
-	rm -f "$CFG/ports/1/subsystems/$NQN" &&
-		rmdir "$CFG/ports/1" &&
-		echo 0 >"$CFG/subsystems/$NQN/namespaces/1/enable" &&
-		rmdir "$CFG/subsystems/$NQN/namespaces/1" &&
-		rmdir "$CFG/subsystems/$NQN"
-}
-
 vm_main()
 {
 	local out res0 res_b0 res

@@ -120,13 +120,11 @@ job_nvme_disconnect()
 # nvmet's modules unloaded, and the device bound again.
 job_nvme_target_down()
 {
-	local s=$NVMET_CFG/subsystems/$NQN p=$NVMET_CFG/ports/1
+	local CFG=$NVMET_CFG
 
 	wait_until $((30 * SLOW)) vm2_no_rc_qp &&
 		rdma link delete "$DEV" &&
-		rm -f "$p/subsystems/$NQN" && rmdir "$p" &&
-		echo 0 >"$s/namespaces/1/enable" &&
-		rmdir "$s/namespaces/1" && rmdir "$s" &&
+		target_down &&
 		rmmod nvmet_rdma nvmet null_blk &&
 		vm2_link_add "$DEV"
 }
@@ -236,8 +234,7 @@ vm_main()
 	local res0 res_b0 f0
 
 	vm2_setup "$IP_A" "$IP_B" "$DEV"
-	vm2_need_modules "nvmet nvmet-rdma null_blk nvme-rdma target_core_mod iscsi_target_mod ib_isert ib_iser" \
-		"nvmet nvmet-rdma null_blk nvme-rdma target_core_mod iscsi_target_mod ib_isert ib_iser"
+	vm2_need_modules "nvmet nvmet-rdma null_blk nvme-rdma target_core_mod iscsi_target_mod ib_isert ib_iser"
 	res0=$(rdma_res)
 	res_b0=$(vm2_on B res)
 	echo "# resources before: A's vrdma0: $res0; B's rxe0: $res_b0"

@@ -179,6 +179,44 @@ fio_blockdev()
 		{ cat "$log"; return 1; }
 }
 
+# ulp_perf FILE: with VRDMA_ULP_PERF=SECONDS (the ULP phase of
+# scripts/bench), fio on FILE, a ULP's disk or a file on its mount:
+# 4 KiB random writes and random reads, 16 in flight, and 1 MiB sequential
+# writes, 4 in flight, over its first SIZE_MB MiB, direct I/O, SECONDS each
+# after a second's ramp; a line "# perf RW BS VALUE UNIT" for each (IOPS,
+# or MB/s of 2^20 bytes for 1 MiB), VALUE nan if fio failed.  Then the
+# test ends there, its cleanup taking everything down.  Without
+# VRDMA_ULP_PERF it does nothing.
+ulp_perf()
+{
+	local secs=${VRDMA_ULP_PERF:-} rw bs qd unit v create=1 job
+
+	[ -n "$secs" ] || return 0
+	[ ! -b "$1" ] || create=0
+	for job in "randwrite 4k 16 IOPS" "randread 4k 16 IOPS" \
+		   "write 1M 4 MB/s"; do
+		read -r rw bs qd unit <<<"$job"
+		v=nan
+		if timeout -k 10 $((secs * 4 + 120 * ${VRDMA_TEST_SLOW:-1})) \
+			fio --name=perf --filename="$1" \
+			--allow_file_create="$create" --ioengine=libaio \
+			--direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
+			--size="${SIZE_MB:?}M" --time_based --ramp_time=1 \
+			--runtime="$secs" --output-format=json \
+			--output="${scratch:?}/perf.json" >/dev/null 2>&1; then
+			v=$(python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))["jobs"][0]
+d = j["read" if sys.argv[2] == "randread" else "write"]
+print("%.1f" % (d["iops"] if sys.argv[3] == "IOPS"
+                else d["bw_bytes"] / 1048576))' \
+				"$scratch/perf.json" "$rw" "$unit" 2>/dev/null) || v=nan
+		fi
+		echo "# perf $rw $bs ${v:-nan} $unit"
+	done
+	finish
+}
+
 # wait_file SECONDS FILE...: until one of the FILEs exists; 1 if none did
 # in time (they are looked at once more when it is up).
 wait_file()

@@ -94,6 +94,7 @@ check_eq "the session's transport is iser" iser \
 	"$(iscsiadm -m session 2>/dev/null | sed -n "s/^\([a-z]*\): .*$IQN.*/\1/p")"
 check_eq "immediate data was negotiated" 1 \
 	"$(iscsi_session_param immediate_data)"
+ulp_perf "$(iscsi_disk)"
 
 check "fio: 4 KiB random writes, read back, crc32c verified" \
 	fio_blockdev "$(iscsi_disk)" rand4k --rw=randwrite --bs=4k \

@@ -136,6 +136,7 @@ check "mount -o vers=$vers,proto=rdma,port=$NFSPORT" \
 	-o "vers=$vers,proto=rdma,port=$NFSPORT" "$IP:/" "$MNT"
 # Nothing below means anything without the mount.
 mountpoint -q "$MNT" || finish
+ulp_perf "$MNT/perf"
 check_match "the mount uses proto=rdma" "proto=rdma" \
 	"$(grep " $MNT " /proc/mounts)"
 check_match "its transport is RDMA (mountstats)" "xprt:[[:space:]]+rdma" \

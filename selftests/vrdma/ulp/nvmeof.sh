@@ -180,6 +180,7 @@ check "nvmet: subsystem, namespace on /dev/nullb0, rdma port $IP:$PORTNO" \
 check "nvme connect -t rdma -a $IP -s $PORTNO" connect
 devname=$(ns_dev)
 check_match "the namespace's block device appears" '^/dev/nvme' "$devname"
+ulp_perf "$devname"
 check_eq "the controller's transport is rdma, address $IP" \
 	"rdma traddr=$IP,trsvcid=$PORTNO" \
 	"$(ctrl_attr transport) $(ctrl_attr address | sed 's/,src_addr=.*//')"

@@ -122,6 +122,7 @@ data_path()
 
 	host=$(srp_host) d=$(srp_disk)
 	echo "# $d on ${host##*/}"
+	ulp_perf "$d"
 	check_eq "the SCSI host's device and port" "$DEV 1" \
 		"$(cat "$host/local_ib_device" "$host/local_ib_port" 2>/dev/null |
 		   tr '\n' ' ' | sed 's/ $//')"

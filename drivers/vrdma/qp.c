@@ -281,6 +281,40 @@ static void vrdma_qp_reset(struct vrdma_qp *qp)
 		vrdma_xrc_tgt_reset(qp);
 }
 
+/*
+ * Whether a QP of @init's type, flags and capabilities can be created
+ * for a process (@udata) or for the kernel (see vrdma_create_qp()); the
+ * capabilities of the types without an RQ or without rings are set to
+ * none.
+ */
+static int vrdma_qp_check_init(struct vrdma_dev *vdev,
+			       struct ib_qp_init_attr *init,
+			       struct ib_udata *udata)
+{
+	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
+	     init->qp_type != IB_QPT_UD && init->qp_type != IB_QPT_XRC_TGT &&
+	     (init->qp_type != IB_QPT_GSI || udata) &&
+	     (init->qp_type != IB_QPT_XRC_INI || !udata) &&
+	     (init->qp_type != IB_QPT_RAW_PACKET || !udata)) ||
+	    init->create_flags)
+		return -EOPNOTSUPP;
+	if (init->qp_type == IB_QPT_GSI && init->port_num != VRDMA_PORT)
+		return -EINVAL;
+	/* Tag matching is defined for RC only (tm.c). */
+	if (init->srq && vrdma_srq_is_tm(to_vsrq(init->srq)) &&
+	    init->qp_type != IB_QPT_RC)
+		return -EINVAL;
+	if (init->qp_type == IB_QPT_XRC_TGT) {
+		if (!init->xrcd)
+			return -EINVAL;
+		memset(&init->cap, 0, sizeof(init->cap));
+	} else if (init->qp_type == IB_QPT_XRC_INI) {
+		init->cap.max_recv_wr = 0;
+		init->cap.max_recv_sge = 0;
+	}
+	return vrdma_qp_check_cap(vdev, &init->cap, !!init->srq);
+}
+
 /**
  * vrdma_create_qp() - create a QP in the RESET state
  * @ibqp: ib_core's QP, embedded in ours
@@ -327,31 +361,7 @@ int vrdma_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		if (ret)
 			return ret;
 	}
-	if ((init->qp_type != IB_QPT_RC && init->qp_type != IB_QPT_UC &&
-	     init->qp_type != IB_QPT_UD && init->qp_type != IB_QPT_XRC_TGT &&
-	     (init->qp_type != IB_QPT_GSI || udata) &&
-	     (init->qp_type != IB_QPT_XRC_INI || !udata) &&
-	     (init->qp_type != IB_QPT_RAW_PACKET || !udata)) ||
-	    init->create_flags) {
-		ret = -EOPNOTSUPP;
-		goto err_rss;
-	}
-	ret = -EINVAL;
-	if (init->qp_type == IB_QPT_GSI && init->port_num != VRDMA_PORT)
-		goto err_rss;
-	/* Tag matching is defined for RC only (tm.c). */
-	if (init->srq && vrdma_srq_is_tm(to_vsrq(init->srq)) &&
-	    init->qp_type != IB_QPT_RC)
-		goto err_rss;
-	if (init->qp_type == IB_QPT_XRC_TGT) {
-		if (!init->xrcd)
-			goto err_rss;
-		memset(&init->cap, 0, sizeof(init->cap));
-	} else if (init->qp_type == IB_QPT_XRC_INI) {
-		init->cap.max_recv_wr = 0;
-		init->cap.max_recv_sge = 0;
-	}
-	ret = vrdma_qp_check_cap(vdev, &init->cap, !!init->srq);
+	ret = vrdma_qp_check_init(vdev, init, udata);
 	if (ret)
 		goto err_rss;
 	ret = -EINVAL;

@@ -273,6 +273,77 @@ static u8 vrdma_tm_rndv_short(struct vrdma_qp *qp, struct sk_buff *skb,
 	return VRDMA_WC_TM_RNDV_INCOMPLETE;
 }
 
+/* The CQE of a match of @t's buffer, but for its status and length. */
+static struct vrdma_cqe vrdma_tm_match_cqe(struct vrdma_qp *qp,
+					   const struct vrdma_tm_tag *t)
+{
+	return (struct vrdma_cqe){
+		.wr_id = t->wr_id,
+		.opcode = VRDMA_WC_TM_RECV,
+		.wc_flags = VRDMA_WC_TM_MATCH,
+		.qp_num = qp->ibqp.qp_num,
+		.src_qp = qp->attr.dest_qp_num,
+	};
+}
+
+/*
+ * A rendezvous request that matched @t (tm->lock held): the READ of its
+ * data is started, or the buffer is too short for it; either way the
+ * match is completed now, and the request itself places nothing.
+ * Return: true if the SRQ's CQ overflowed (the QP goes to error).
+ */
+static bool vrdma_tm_take_rndv(struct vrdma_qp *qp, struct vrdma_tm_tag *t,
+			       struct sk_buff *skb,
+			       const struct vrdma_tmh *tmh,
+			       const struct vrdma_rvh *rvh)
+{
+	struct vrdma_tm *tm = qp->srq->tm;
+	struct vrdma_cqe cqe = vrdma_tm_match_cqe(qp, t);
+	struct vrdma_rwqe *rw = &qp->rwqe;
+	u32 handle = t - tm->tags;
+	bool fatal;
+
+	vrdma_tm_use_tag(qp, tm, t);
+	if (be32_to_cpu(rvh->len) > t->length) {
+		cqe.status = vrdma_tm_rndv_short(qp, skb, &cqe.byte_len);
+		cqe.wc_flags |= VRDMA_WC_TM_DATA_VALID;
+		vrdma_tm_release(tm, handle);
+	} else {
+		vrdma_tm_rndv(qp, tm, t, tmh, rvh);
+	}
+	fatal = vrdma_tm_post(qp->srq, &cqe, be64_to_cpu(tmh->tag),
+			      be32_to_cpu(tmh->app_ctx), false);
+	rw->tm = VRDMA_TM_DISCARD;
+	rw->tm_skip = U32_MAX;
+	rw->length = 0;
+	return fatal;
+}
+
+/*
+ * An eager message that matched @t (tm->lock held): its data goes to
+ * @t's buffer past the TMH.  The match of a message of more than one
+ * packet is completed now, its data's completion when the last arrives.
+ * Return: true if the SRQ's CQ overflowed (the QP goes to error).
+ */
+static bool vrdma_tm_take_eager(struct vrdma_qp *qp, struct vrdma_tm_tag *t,
+				const struct vrdma_tmh *tmh, bool only)
+{
+	struct vrdma_rwqe *rw = &qp->rwqe;
+	struct vrdma_cqe cqe;
+
+	vrdma_tm_use_tag(qp, qp->srq->tm, t);
+	rw->tm = VRDMA_TM_EAGER;
+	rw->tm_opcode = VRDMA_WC_TM_RECV;
+	rw->tm_skip = sizeof(*tmh);
+	rw->tm_tag = be64_to_cpu(tmh->tag);
+	rw->tm_priv = be32_to_cpu(tmh->app_ctx);
+	rw->tm_split = !only;
+	if (!rw->tm_split)
+		return false;
+	cqe = vrdma_tm_match_cqe(qp, t);
+	return vrdma_tm_post(qp->srq, &cqe, rw->tm_tag, rw->tm_priv, false);
+}
+
 /**
  * vrdma_tm_take() - the receive buffer of a SEND to a QP of a
  *	tag-matching SRQ
@@ -291,8 +362,7 @@ static u8 vrdma_tm_rndv_short(struct vrdma_qp *qp, struct sk_buff *skb,
 bool vrdma_tm_take(struct vrdma_qp *qp, struct sk_buff *skb)
 {
 	struct vrdma_pkt *pkt = vrdma_pkt(skb);
-	struct vrdma_srq *srq = qp->srq;
-	struct vrdma_tm *tm = srq->tm;
+	struct vrdma_tm *tm = qp->srq->tm;
 	struct vrdma_rwqe *rw = &qp->rwqe;
 	struct {
 		struct vrdma_tmh tmh;
@@ -321,55 +391,12 @@ bool vrdma_tm_take(struct vrdma_qp *qp, struct sk_buff *skb)
 		spin_unlock_bh(&tm->lock);
 		return false;
 	}
-	if (t && tmh->opcode == VRDMA_TMH_RNDV) {
-		struct vrdma_cqe cqe = {
-			.wr_id = t->wr_id,
-			.opcode = VRDMA_WC_TM_RECV,
-			.wc_flags = VRDMA_WC_TM_MATCH,
-			.qp_num = qp->ibqp.qp_num,
-			.src_qp = qp->attr.dest_qp_num,
-		};
-		u32 handle = t - tm->tags;
-
-		vrdma_tm_use_tag(qp, tm, t);
-		if (be32_to_cpu(hdr.rvh.len) > t->length) {
-			cqe.status = vrdma_tm_rndv_short(qp, skb,
-							 &cqe.byte_len);
-			cqe.wc_flags |= VRDMA_WC_TM_DATA_VALID;
-			vrdma_tm_release(tm, handle);
-		} else {
-			vrdma_tm_rndv(qp, tm, t, tmh, &hdr.rvh);
-		}
-		fatal = vrdma_tm_post(srq, &cqe, be64_to_cpu(tmh->tag),
-				      be32_to_cpu(tmh->app_ctx), false);
-		/* The request itself goes nowhere. */
-		rw->tm = VRDMA_TM_DISCARD;
-		rw->tm_skip = U32_MAX;
-		rw->length = 0;
-	} else if (t) {
-		vrdma_tm_use_tag(qp, tm, t);
-		rw->tm = VRDMA_TM_EAGER;
-		rw->tm_opcode = VRDMA_WC_TM_RECV;
-		rw->tm_skip = sizeof(*tmh);
-		rw->tm_tag = be64_to_cpu(tmh->tag);
-		rw->tm_priv = be32_to_cpu(tmh->app_ctx);
-		rw->tm_split = !only;
-		if (rw->tm_split) {
-			struct vrdma_cqe cqe = {
-				.wr_id = t->wr_id,
-				.opcode = VRDMA_WC_TM_RECV,
-				.wc_flags = VRDMA_WC_TM_MATCH,
-				.qp_num = qp->ibqp.qp_num,
-				.src_qp = qp->attr.dest_qp_num,
-			};
-
-			fatal = vrdma_tm_post(srq, &cqe, rw->tm_tag,
-					      rw->tm_priv, false);
-		}
-	} else if (!no_tag) {
-		/* Unexpected: matching stops from here on. */
-		tm->unexp_hw++;
-	}
+	if (t && tmh->opcode == VRDMA_TMH_RNDV)
+		fatal = vrdma_tm_take_rndv(qp, t, skb, tmh, &hdr.rvh);
+	else if (t)
+		fatal = vrdma_tm_take_eager(qp, t, tmh, only);
+	else if (!no_tag)
+		tm->unexp_hw++;	/* unexpected: matching stops from here on */
 	spin_unlock_bh(&tm->lock);
 
 	/*

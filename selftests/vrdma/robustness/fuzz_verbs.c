@@ -4672,26 +4672,46 @@ static int round_run(const char *dev, uint64_t seed, double secs, int kill_it,
 	return ready ? 0 : 2;
 }
 
+/* Whether every count of the "reached:" line is above 0 yet. */
+static int reached_all(void)
+{
+	int j;
+
+	for (j = 0; j < T_NUM; j++)
+		if ((have_vgem || j < T_XB_FIRST || j > T_XB_LAST) &&
+		    !board->tot[j])
+			return 0;
+	return 1;
+}
+
 /*
- * One runner: rounds one after the other until @end, from @seed.  Two
- * runners at once (VRDMA_FUZZ_JOBS) race each other in the kernel.
- * Returns the exit status: bit 0 a crash, bit 1 a hang, bit 2 no round got
- * through its setup (so none fuzzed anything).
+ * One runner: rounds one after the other until @end, from @seed, and on
+ * until @last while a count of the "reached:" line is still 0: a slow or
+ * busy machine gets through fewer rounds in the time, and fuzz.sh fails a
+ * run that did not get everywhere.  Two runners at once (VRDMA_FUZZ_JOBS)
+ * race each other in the kernel.  Returns the exit status: bit 0 a crash,
+ * bit 1 a hang, bit 2 no round got through its setup (so none fuzzed
+ * anything).
  */
-static int runner(const char *dev, uint64_t seed, double end, int slow,
-		  int job)
+static int runner(const char *dev, uint64_t seed, double end, double last,
+		  int slow, int job)
 {
 	struct fz_rng top;
-	int rounds = 0, crashes = 0, ran = 0;
+	int rounds = 0, crashes = 0, ran = 0, over = 0;
 
 	fz_seed(&top, seed);
-	while (fz_now() < end) {
+	while (fz_now() < end || (fz_now() < last && !reached_all())) {
 		uint64_t rs = fz_u64(&top);
 		double secs = 0.5 + fz_below(&top, 4000) / 1000.0;
 		int kill_it = fz_one_in(&top, 3) ?
 			      100 + 5 + fz_below(&top, 95) : 0;
 		int ret;
 
+		if (!over && fz_now() >= end) {
+			printf("# runner %d: past its time, a count of the reached: line still 0\n",
+			       job);
+			over = 1;
+		}
 		printf("# runner %d round %d seed %#llx%s\n", job, rounds,
 		       (unsigned long long)rs, kill_it ? " (SIGKILL)" : "");
 		ret = round_run(dev, rs, secs, kill_it, slow);
@@ -4710,6 +4730,8 @@ int main(int argc, char **argv)
 {
 	const char *slow_env = getenv("VRDMA_TEST_SLOW");
 	const char *jobs_env = getenv("VRDMA_FUZZ_JOBS");
+	const char *extra_env = getenv("VRDMA_FUZZ_EXTRA");
+	double extra = extra_env ? atof(extra_env) : 0;
 	int slow = slow_env ? atoi(slow_env) : 1;
 	int jobs = jobs_env ? atoi(jobs_env) : 2;
 	int crashes = 0, hangs = 0, idle = 0, j, st;
@@ -4766,7 +4788,8 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			pid[j] = fork();
 			if (!pid[j])
-				_exit(runner(dev, seed + j, end, slow, j));
+				_exit(runner(dev, seed + j, end, end + extra,
+					     slow, j));
 		}
 		for (j = 0; j < jobs; j++) {
 			if (waitpid(pid[j], &st, 0) != pid[j] ||

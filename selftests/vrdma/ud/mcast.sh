@@ -90,8 +90,11 @@ mc_run()
 		-C "$COUNT" >"$rlog" 2>&1 &
 	rpid=$!
 	pids+=("$rpid")
-	# Joined, receives posted, its 3 s pause over.
-	if ! wait_until "$deadline" grep -q 'receiving data transfers' "$rlog"; then
+	# Joined, receives posted, its 3 s pause over; or gone (a refused
+	# join ends it).
+	wait_until "$deadline" sh -c "grep -q 'receiving data transfers' '$rlog' ||
+		! kill -0 $rpid 2>/dev/null"
+	if ! grep -q 'receiving data transfers' "$rlog"; then
 		wait "$rpid" 2>/dev/null
 		mc_status=1
 		grep -q 'failure joining\|MULTICAST_ERROR' "$rlog" && mc_status=2

@@ -286,7 +286,12 @@ int vrdma_dev_add(const char *ibdev_name, struct net_device *ndev)
 
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
-	ibdev->num_comp_vectors = 1;
+	/*
+	 * A CQE's handler runs where the CQE is written, so a vector picks
+	 * nothing here; but ULPs open as many queues as there are vectors
+	 * (nvme-rdma: one per CPU up to this), so offer one per CPU.
+	 */
+	ibdev->num_comp_vectors = num_possible_cpus();
 	ibdev->local_dma_lkey = 0;
 	strscpy(ibdev->node_desc, "vrdma", sizeof(ibdev->node_desc));
 	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,

@@ -162,6 +162,10 @@ def check_addresses(side):
 RX_QUEUE_MAX = 4096     # VRDMA_RX_QUEUE_MAX
 WQ_CPUMASK = '/sys/devices/virtual/workqueue/cpumask'
 RT_RUNTIME = '/proc/sys/kernel/sched_rt_runtime_us'
+# From Linux 6.12 a deadline server gives CFS tasks 50 ms a second on a
+# CPU whatever RT tasks run there: the QP's task would run on CPU 1 in
+# those slices, and the slower the flood, the more of it.
+FAIR_SERVER = '/sys/kernel/debug/sched/fair_server/cpu1/runtime'
 
 
 def read_file(path):
@@ -206,7 +210,8 @@ def check_rx_bound(side):
     The QP's task (an unbound workqueue's) is kept off the CPUs: unbound
     work may run on CPU 1 only, where a SCHED_FIFO process spins (without
     RT throttling), while this process sends from CPU 0, where the
-    softirq receives.  A UD QP without receive WQEs takes each packet it
+    softirq receives (on 6.12 and later with CPU 1's fair server off).
+    A UD QP without receive WQEs takes each packet it
     executes as no_recv_wqe; beyond the bound it must drop and count
     rx_queue_full.  Then the QP must work as before.
     """
@@ -231,6 +236,7 @@ def check_rx_bound(side):
     pkt = ud_send_packet(IP0, IP1, qp.qp_num, qkey)
     sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     old_mask, old_rt = read_file(WQ_CPUMASK), read_file(RT_RUNTIME)
+    old_fair = read_file(FAIR_SERVER) if os.path.exists(FAIR_SERVER) else None
     old_aff = os.sched_getaffinity(0)
     ready_r, ready_w = os.pipe()
     stop_r, stop_w = os.pipe()
@@ -239,6 +245,8 @@ def check_rx_bound(side):
     try:
         write_file(WQ_CPUMASK, '2')
         write_file(RT_RUNTIME, '-1')
+        if old_fair is not None:
+            write_file(FAIR_SERVER, '0')
         os.sched_setaffinity(0, {0})
         sys.stdout.flush()
         hog = os.fork()
@@ -252,6 +260,8 @@ def check_rx_bound(side):
         if hog:
             os.write(stop_w, b's')
             os.waitpid(hog, 0)
+        if old_fair is not None:
+            write_file(FAIR_SERVER, old_fair)
         write_file(RT_RUNTIME, old_rt)
         write_file(WQ_CPUMASK, old_mask)
         os.sched_setaffinity(0, old_aff)

@@ -181,6 +181,10 @@ check "nvme connect -t rdma -a $IP -s $PORTNO" connect
 devname=$(ns_dev)
 check_match "the namespace's block device appears" '^/dev/nvme' "$devname"
 ulp_perf "$devname"
+# nvme-rdma opens an I/O queue per CPU, as many as the device has
+# completion vectors: one per CPU, as a multi-queue NIC's.
+check_eq "an I/O queue per CPU (and the admin queue)" $(($(nproc) + 1)) \
+	"$(ctrl_attr queue_count)"
 check_eq "the controller's transport is rdma, address $IP" \
 	"rdma traddr=$IP,trsvcid=$PORTNO" \
 	"$(ctrl_attr transport) $(ctrl_attr address | sed 's/,src_addr=.*//')"

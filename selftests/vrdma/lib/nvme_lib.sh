@@ -24,18 +24,20 @@ target_up()
 
 # target_down: target_up's target taken down, children before parents;
 # a piece that is not there (a target_up that failed half-way) is
-# skipped.  Fails at the first step that fails.
+# skipped.  Fails without the subsystem (nothing was up) and at the first
+# step that fails.
 target_down()
 {
 	local s=$CFG/subsystems/$NQN p=$CFG/ports/1
 
+	[ -d "$s" ] || return
 	[ ! -L "$p/subsystems/$NQN" ] || rm "$p/subsystems/$NQN" || return
 	[ ! -d "$p" ] || rmdir "$p" || return
 	if [ -d "$s/namespaces/1" ]; then
 		echo 0 >"$s/namespaces/1/enable" &&
 			rmdir "$s/namespaces/1" || return
 	fi
-	[ ! -d "$s" ] || rmdir "$s"
+	rmdir "$s"
 }
 
 # ns_dev: the block device of our subsystem's namespace ("" if none).

@@ -148,7 +148,7 @@ vm_main()
 	rdma statistic show link "$DEV/1" 2>/dev/null | sed 's/^/# /'
 	rdma link delete "$DEV"
 	vm2_result $? "A: rdma link delete $DEV"
-	[ -d "$CFG/subsystems/$NQN" ] && target_down
+	target_down
 	vm2_result $? "A: the target goes down"
 	rmmod nvmet_rdma nvmet null_blk
 	vm2_result $? "A: nvmet-rdma, nvmet, null_blk unload"

@@ -124,7 +124,7 @@ job_nvme_target_down()
 
 	wait_until $((30 * SLOW)) vm2_no_rc_qp &&
 		rdma link delete "$DEV" &&
-		[ -d "$CFG/subsystems/$NQN" ] && target_down &&
+		target_down &&
 		rmmod nvmet_rdma nvmet null_blk &&
 		vm2_link_add "$DEV"
 }

@@ -209,17 +209,18 @@ def check_rx_bound(side):
 
     The QP's task (an unbound workqueue's) is kept off the CPUs: unbound
     work may run on CPU 1 only, where a SCHED_FIFO process spins (without
-    RT throttling), while this process sends from CPU 0, where the
-    softirq receives (on 6.12 and later with CPU 1's fair server off).
-    A UD QP without receive WQEs takes each packet it
-    executes as no_recv_wqe; beyond the bound it must drop and count
-    rx_queue_full.  Then the QP must work as before.
+    RT throttling; from 6.12 with CPU 1's fair server off too), while
+    this process sends from CPU 0, where the softirq receives.  A UD QP
+    without receive WQEs takes each packet it executes as no_recv_wqe;
+    beyond the bound it must drop and count rx_queue_full.  Then the QP
+    must work as before.
     """
     if os.cpu_count() < 2 or not os.path.exists(WQ_CPUMASK):
         print(f'# rx bound: needs 2 CPUs and {WQ_CPUMASK}: not run')
         return
+    old_fair = read_file(FAIR_SERVER) if os.path.exists(FAIR_SERVER) else None
     release = tuple(int(x) for x in os.uname().release.split('.')[:2])
-    if release >= (6, 12) and not os.path.exists(FAIR_SERVER):
+    if release >= (6, 12) and old_fair is None:
         # No RT hog keeps CFS work off a CPU there: not a test of the bound.
         print(f'# rx bound: needs {FAIR_SERVER} (CONFIG_SCHED_DEBUG) '
               'to keep the QP\'s task off CPU 1: not run')
@@ -242,7 +243,6 @@ def check_rx_bound(side):
     pkt = ud_send_packet(IP0, IP1, qp.qp_num, qkey)
     sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     old_mask, old_rt = read_file(WQ_CPUMASK), read_file(RT_RUNTIME)
-    old_fair = read_file(FAIR_SERVER) if os.path.exists(FAIR_SERVER) else None
     old_aff = os.sched_getaffinity(0)
     ready_r, ready_w = os.pipe()
     stop_r, stop_w = os.pipe()

@@ -4268,8 +4268,21 @@ static void cq_ex_create(int i, int cqe)
 	if (to_vcq(p.cq[i])->lock.single != single)
 		odp_bad("a CQ %s single-threaded has %s ring lock", single ?
 			"made" : "not made", single ? "its" : "no");
-	if (single)
-		tot(T_TD_CQ);
+	if (!single)
+		return;
+	tot(T_TD_CQ);
+	/*
+	 * A first poll through its lock-free path at once: such CQs are few,
+	 * and a slow kernel makes few CQs in a round.
+	 */
+	tot(T_TD_POLL);
+	if (fz_one_in(R, 2)) {
+		cq_ex_poll(cqx);
+	} else {
+		struct ibv_wc wc[8];
+
+		count_xrc_wc(wc, ibv_poll_cq(p.cq[i], 1 + fz_below(R, 8), wc));
+	}
 }
 
 /* start_poll, next_poll, the read_* functions, end_poll. */

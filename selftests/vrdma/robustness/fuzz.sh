@@ -15,8 +15,9 @@
 #   VRDMA_FUZZ_ONLY      fuzz_verbs or fuzz_wire: run that one alone
 #
 # fuzz_verbs goes on past its time, by up to twice that time (at most
-# 180 s more), while a count of its "reached:" line is still 0: on a slow
-# or busy machine it gets through fewer rounds in the time.
+# 180 s more; times VRDMA_TEST_SLOW, as on the debug kernel), while a
+# count of its "reached:" line is still 0: on a slow or busy machine it
+# gets through fewer rounds in the time.
 #
 # vrdmafz0 sits on fz0, vrdmafz1 on fz1 in the namespace vrdmafuzz, a veth
 # pair between them.  A second pair, fz2 (here, no RDMA device on it) to
@@ -34,7 +35,7 @@
 BUILD=$(dirname "$0")/../build
 NS=vrdmafuzz
 secs=${VRDMA_FUZZ_SECONDS:-45}
-extra=$((2 * secs < 180 ? 2 * secs : 180))
+extra=$(((2 * secs < 180 ? 2 * secs : 180) * ${VRDMA_TEST_SLOW:-1}))
 seed=${VRDMA_FUZZ_SEED:-$(( $(date +%s%N) & 0xffffffff ))}
 echo "# seed $seed ($secs s per fuzzer): VRDMA_FUZZ_SEED=$seed replays it"
 
@@ -131,7 +132,7 @@ run_fuzzer()
 	{
 		VRDMA_FUZZ_EXTRA=$more "$@" &
 		local pid=$!
-		watchdog "$pid" $(((secs + more + 120) * ${VRDMA_TEST_SLOW:-1})) &
+		watchdog "$pid" $(((secs + 120) * ${VRDMA_TEST_SLOW:-1} + more)) &
 		local wd=$!
 		wait "$pid"
 		rc=$?

@@ -387,6 +387,24 @@ static void td_count_qp(struct ibv_qp *qp, struct ibv_pd *pd);
 static void td_count_post(struct ibv_qp *qp);
 static void td_qp_init(struct ibv_qp *qp);
 
+/*
+ * Poll the pool's CQ @i, if there is one: ibv_poll_cq, or start_poll on an
+ * extended one half the time; a single-threaded one is counted.
+ */
+static void cq_poll(int i)
+{
+	struct ibv_wc wc[8];
+
+	if (!p.cq[i])
+		return;
+	if (to_vcq(p.cq[i])->lock.single)
+		tot(T_TD_POLL);
+	if (p.cqx[i] && fz_one_in(R, 2))
+		cq_ex_poll(p.cqx[i]);
+	else
+		count_xrc_wc(wc, ibv_poll_cq(p.cq[i], 1 + fz_below(R, 8), wc));
+}
+
 static void op_pd(void)
 {
 	int i = SLOT(p.pd);
@@ -431,16 +449,7 @@ static void op_cq(void)
 			ibv_req_notify_cq(p.cq[i], fz_below(R, 2));
 		break;
 	default:
-		if (p.cq[i] && to_vcq(p.cq[i])->lock.single)
-			tot(T_TD_POLL);
-		if (p.cq[i] && p.cqx[i] && fz_one_in(R, 2)) {
-			cq_ex_poll(p.cqx[i]);
-		} else if (p.cq[i]) {
-			struct ibv_wc wc[8];
-
-			count_xrc_wc(wc, ibv_poll_cq(p.cq[i],
-						     1 + fz_below(R, 8), wc));
-		}
+		cq_poll(i);
 	}
 }
 
@@ -4275,14 +4284,7 @@ static void cq_ex_create(int i, int cqe)
 	 * A first poll through its lock-free path at once: such CQs are few,
 	 * and a slow kernel makes few CQs in a round.
 	 */
-	tot(T_TD_POLL);
-	if (fz_one_in(R, 2)) {
-		cq_ex_poll(cqx);
-	} else {
-		struct ibv_wc wc[8];
-
-		count_xrc_wc(wc, ibv_poll_cq(p.cq[i], 1 + fz_below(R, 8), wc));
-	}
+	cq_poll(i);
 }
 
 /* start_poll, next_poll, the read_* functions, end_poll. */
@@ -4356,7 +4358,6 @@ static void op_td_post(void)
  */
 static void op_td_poll(void)
 {
-	struct ibv_wc wc[8];
 	int i, s = fz_below(R, POOL), k;
 
 	if (fz_one_in(R, 2)) {
@@ -4367,12 +4368,7 @@ static void op_td_poll(void)
 		k = (s + i) % POOL;
 		if (!p.cq[k] || !to_vcq(p.cq[k])->lock.single)
 			continue;
-		tot(T_TD_POLL);
-		if (p.cqx[k] && fz_one_in(R, 2))
-			cq_ex_poll(p.cqx[k]);
-		else
-			count_xrc_wc(wc, ibv_poll_cq(p.cq[k],
-						     1 + fz_below(R, 8), wc));
+		cq_poll(k);
 		return;
 	}
 }

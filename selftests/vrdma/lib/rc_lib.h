@@ -501,15 +501,36 @@ struct rc_buf {
 #define RC_ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 		       IBV_ACCESS_REMOTE_READ)
 
+/* Bytes an rc_buf maps: its pages and a PROT_NONE guard page each side. */
+static inline size_t rc_buf_map_len(size_t size)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (size + pg - 1) / pg * pg + 2 * pg;
+}
+
+/*
+ * A buffer of @size bytes registered with @access.  It is a mapping of
+ * its own between two guard pages: it never merges with a neighbouring
+ * mapping, so a huge page the kernel faults in for a neighbour never
+ * covers it (an untouched buffer stays untouched), and an access just
+ * past either end faults instead of reading another buffer.
+ */
 static inline void rc_buf_alloc(struct __test_metadata *_metadata,
 				struct rc_buf *b, struct ibv_pd *pd,
 				size_t size, int access)
 {
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t *map;
+
 	memset(b, 0, sizeof(*b));
+	map = mmap(NULL, rc_buf_map_len(size), PROT_NONE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
 	b->size = size;
-	b->p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, b->p);
+	b->p = map + pg;
+	ASSERT_EQ(0, mprotect(b->p, rc_buf_map_len(size) - 2 * pg,
+			      PROT_READ | PROT_WRITE));
 	b->mr = ibv_reg_mr(pd, b->p, size, access);
 	ASSERT_NE(NULL, b->mr) {
 		TH_LOG("ibv_reg_mr(%zu, %#x): %s", size, access,
@@ -521,10 +542,12 @@ static inline void rc_buf_alloc(struct __test_metadata *_metadata,
 
 static inline void rc_buf_free(struct rc_buf *b)
 {
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+
 	if (b->mr)
 		ibv_dereg_mr(b->mr);
-	if (b->p && b->p != MAP_FAILED)
-		munmap(b->p, b->size);
+	if (b->p)
+		munmap(b->p - pg, rc_buf_map_len(b->size));
 	memset(b, 0, sizeof(*b));
 }
 

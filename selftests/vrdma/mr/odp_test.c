@@ -1486,6 +1486,20 @@ TEST_F_TIMEOUT(odp, xrc, 120)
 static uint8_t odp_bss[5 * PAGE];
 
 /*
+ * Two pages nothing maps: mapped and unmapped again, so the next mapping
+ * the process makes may take them (make a hole just before using it).
+ */
+static uint8_t *new_hole(struct __test_metadata *_metadata)
+{
+	uint8_t *hole = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_NE(MAP_FAILED, hole);
+	ASSERT_EQ(0, munmap(hole, 2 * PAGE));
+	return hole;
+}
+
+/*
  * Implicit ODP MRs on both sides: the whole address space under one key,
  * the virtual address as the iova.  Traffic between a small malloc (the
  * brk heap), a large one (its own mmap), .bss and a fresh mmap; an
@@ -1552,17 +1566,15 @@ TEST_F_TIMEOUT(odp, implicit, 120)
 	EXPECT_EQ(9, rd64(small));
 
 	/* Nobody maps @hole: the responder's access error. */
-	hole = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE,
-		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, hole);
-	ASSERT_EQ(0, munmap(hole, 2 * PAGE));
+	hole = new_hole(_metadata);
 	wr_init(&wr, &sge, 0x74, IBV_WR_RDMA_WRITE, small, 100, ia->lkey,
 		(uintptr_t)hole + 8, ib->rkey);
 	EXPECT_EQ(IBV_WC_REM_ACCESS_ERR,
 		  post_wait(_metadata, &e->p.a, &wr, "WRITE to a hole"));
 	EXPECT_EQ(IBV_QPS_ERR, rc_qp_state(e->p.a.qp));
 	new_pair(_metadata, e, self);
-	/* and locally: a READ into it */
+	/* and locally: a READ into one (the new pair's rings may fill the old) */
+	hole = new_hole(_metadata);
 	wr_init(&wr, &sge, 0x75, IBV_WR_RDMA_READ, hole + 8, 100, ia->lkey,
 		(uintptr_t)small, ib->rkey);
 	EXPECT_LOCAL_ERR(post_wait(_metadata, &e->p.a, &wr, "READ into a hole"),

@@ -501,8 +501,8 @@ struct rc_buf {
 #define RC_ACCESS_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 		       IBV_ACCESS_REMOTE_READ)
 
-/* Bytes an rc_buf maps: its pages and a PROT_NONE guard page each side. */
-static inline size_t rc_buf_map_len(size_t size)
+/* Bytes a guarded mapping of @size takes: its pages and a guard each side. */
+static inline size_t rc_guarded_len(size_t size)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
 
@@ -510,27 +510,38 @@ static inline size_t rc_buf_map_len(size_t size)
 }
 
 /*
- * A buffer of @size bytes registered with @access.  It is a mapping of
- * its own between two guard pages: it never merges with a neighbouring
+ * @size bytes of fresh anonymous memory, read-write, between two PROT_NONE
+ * guard pages.  A mapping of its own: it never merges with a neighbouring
  * mapping, so a huge page the kernel faults in for a neighbour never
- * covers it (an untouched buffer stays untouched), and an access just
- * past either end faults instead of reading another buffer.
+ * covers it (untouched memory stays untouched), and an access just past
+ * either end faults instead of reading a neighbour.
  */
+static inline uint8_t *rc_map_guarded(struct __test_metadata *_metadata,
+				      size_t size)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t *map = mmap(NULL, rc_guarded_len(size), PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, mprotect(map + pg, rc_guarded_len(size) - 2 * pg,
+			      PROT_READ | PROT_WRITE));
+	return map + pg;
+}
+
+static inline void rc_unmap_guarded(uint8_t *p, size_t size)
+{
+	munmap(p - sysconf(_SC_PAGESIZE), rc_guarded_len(size));
+}
+
+/* A buffer of @size bytes (rc_map_guarded()) registered with @access. */
 static inline void rc_buf_alloc(struct __test_metadata *_metadata,
 				struct rc_buf *b, struct ibv_pd *pd,
 				size_t size, int access)
 {
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	uint8_t *map;
-
 	memset(b, 0, sizeof(*b));
-	map = mmap(NULL, rc_buf_map_len(size), PROT_NONE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, map);
+	b->p = rc_map_guarded(_metadata, size);
 	b->size = size;
-	b->p = map + pg;
-	ASSERT_EQ(0, mprotect(b->p, rc_buf_map_len(size) - 2 * pg,
-			      PROT_READ | PROT_WRITE));
 	b->mr = ibv_reg_mr(pd, b->p, size, access);
 	ASSERT_NE(NULL, b->mr) {
 		TH_LOG("ibv_reg_mr(%zu, %#x): %s", size, access,
@@ -542,12 +553,10 @@ static inline void rc_buf_alloc(struct __test_metadata *_metadata,
 
 static inline void rc_buf_free(struct rc_buf *b)
 {
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-
 	if (b->mr)
 		ibv_dereg_mr(b->mr);
 	if (b->p)
-		munmap(b->p - pg, rc_buf_map_len(b->size));
+		rc_unmap_guarded(b->p, b->size);
 	memset(b, 0, sizeof(*b));
 }
 

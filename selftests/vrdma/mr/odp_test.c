@@ -589,15 +589,10 @@ TEST_F(odp_dev, advise)
 					IBV_ADVISE_MR_FLAG_FLUSH, sge, 2));
 
 	/*
-	 * Through an implicit MR: any mapped address.  Guard pages keep the
-	 * mapping from merging with a neighbour, where a prefetch could
-	 * fault in a huge page covering all four pages.
+	 * Through an implicit MR: any mapped address.  Guarded, so that a
+	 * prefetch cannot fault in a neighbour's huge page over all four.
 	 */
-	fresh = mmap(NULL, 6 * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-		     -1, 0);
-	ASSERT_NE(MAP_FAILED, fresh);
-	fresh += PAGE;
-	ASSERT_EQ(0, mprotect(fresh, 4 * PAGE, PROT_READ | PROT_WRITE));
+	fresh = rc_map_guarded(_metadata, 4 * PAGE);
 	imr = ibv_reg_mr(pd, NULL, SIZE_MAX, ODP_ACCESS);
 	ASSERT_NE(NULL, imr) {
 		TH_LOG("implicit ODP MR: %s", strerror(errno));
@@ -608,7 +603,7 @@ TEST_F(odp_dev, advise)
 	EXPECT_EQ(0, resident(fresh, 1));
 	EXPECT_EQ(2, resident(fresh + PAGE, 2));
 	EXPECT_EQ(0, ibv_dereg_mr(imr));
-	munmap(fresh - PAGE, 6 * PAGE);
+	rc_unmap_guarded(fresh, 4 * PAGE);
 
 	rc_buf_free(&other);
 	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
